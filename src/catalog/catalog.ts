@@ -1,0 +1,172 @@
+import { ProfileLoadError, PromptLoadError } from '../errors.js'
+import { templateVariables } from '../runner/template.js'
+import type { Store } from '../store/store.js'
+import type { PromptRow } from '../store/prompt-store.js'
+import type { ProfileRow } from '../store/profile-store.js'
+import {
+  describeIssues,
+  profileSchema,
+  promptSchema,
+  toPromptDefinition,
+  type BackendDefinition,
+  type ProfileDefinition,
+  type PromptDefinition,
+} from './definitions.js'
+import type { CatalogFiles } from './files.js'
+import { hashValue } from './hash.js'
+
+/** The reserved tenant that owns file-defined prompts; no API key can map to it. */
+export const CATALOG_TENANT = '@catalog'
+
+/** Where a definition comes from: the catalog files, or a tenant through the API. */
+export type DefinitionSource = 'CATALOG' | 'API'
+
+export interface Prompt {
+  id: string
+  source: DefinitionSource
+  version: number
+  definitionHash: string
+  description: string | null
+  definition: PromptDefinition
+  variables: string[]
+  updatedAt: Date
+}
+
+export interface Profile extends ProfileDefinition {
+  source: DefinitionSource
+  updatedAt: Date | null
+}
+
+export type Backend = BackendDefinition
+
+/** The definitions a run resolves against; the runner needs only this. */
+export interface CatalogReader {
+  getPrompt(tenantId: string, id: string): Promise<Prompt | null>
+  getProfile(tenantId: string, id: string): Promise<Profile | null>
+  getBackend(id: string): Backend | null
+}
+
+export const promptDefinitionHash = (definition: PromptDefinition): string => hashValue(definition)
+
+/**
+ * Backends, profiles and prompts, layered: a tenant's own definition shadows the catalog
+ * file's one with the same id. Backends are operator configuration and come from files only;
+ * file profiles stay in memory (they may hold a direct key, which is never written anywhere);
+ * file prompts are stored under CATALOG_TENANT so their versions survive restarts.
+ */
+export class Catalog implements CatalogReader {
+  private readonly backends: Map<string, Backend>
+  private readonly fileProfiles: Map<string, Profile>
+
+  private constructor(private readonly store: Store, files: CatalogFiles) {
+    this.backends = new Map(files.backends.map((b) => [b.id, b]))
+    this.fileProfiles = new Map(files.profiles.map((p) => [p.id, { ...p, source: 'CATALOG', updatedAt: null }]))
+  }
+
+  /** Writes the file prompts to the store (bumping versions of changed ones) and returns the catalog. */
+  static async open(store: Store, files: CatalogFiles): Promise<Catalog> {
+    for (const prompt of files.prompts) {
+      await store.prompts.save({
+        tenantId: CATALOG_TENANT,
+        id: prompt.id,
+        description: prompt.description,
+        definition: prompt.definition,
+        definitionHash: promptDefinitionHash(prompt.definition),
+        floorVersion: await store.prompts.latestVersion(CATALOG_TENANT, prompt.id),
+      })
+    }
+    await store.prompts.deleteExcept(CATALOG_TENANT, files.prompts.map((p) => p.id))
+    return new Catalog(store, files)
+  }
+
+  getBackend(id: string): Backend | null {
+    return this.backends.get(id) ?? null
+  }
+
+  listBackends(): Backend[] {
+    return [...this.backends.values()]
+  }
+
+  async getPrompt(tenantId: string, id: string): Promise<Prompt | null> {
+    const rows = await this.store.prompts.find([tenantId, CATALOG_TENANT], id)
+    const row = rows.find((r) => r.tenantId === tenantId) ?? rows[0]
+    return row ? toPrompt(row) : null
+  }
+
+  /** Up to `limit` prompts with id > afterId, in id order, a tenant's own shadowing the catalog's. */
+  async listPrompts(tenantId: string, afterId: string | null, limit: number): Promise<Prompt[]> {
+    // Each id appears at most twice (tenant + catalog), so 2×limit rows always cover `limit` ids.
+    const rows = await this.store.prompts.list([tenantId, CATALOG_TENANT], afterId, limit * 2)
+    const byId = new Map<string, PromptRow>()
+    for (const row of rows) if (!byId.has(row.id) || row.tenantId === tenantId) byId.set(row.id, row)
+    return [...byId.values()].slice(0, limit).map(toPrompt)
+  }
+
+  async savePrompt(tenantId: string, id: string, description: string | null, definition: PromptDefinition): Promise<Prompt> {
+    const [catalogRows, latest] = await Promise.all([
+      this.store.prompts.find([CATALOG_TENANT], id),
+      this.store.prompts.latestVersion(tenantId, id),
+    ])
+    const row = await this.store.prompts.save({
+      tenantId,
+      id,
+      description,
+      definition,
+      definitionHash: promptDefinitionHash(definition),
+      // a shadowing prompt continues the numbering of the one it shadows, and a re-created
+      // one the numbering of its deleted predecessor: a (id, version) pair is never reused
+      floorVersion: Math.max(latest, catalogRows[0]?.version ?? 0),
+    })
+    return toPrompt(row)
+  }
+
+  /** Deletes a tenant's own prompt; a file-defined one cannot be deleted through the API. */
+  async deletePrompt(tenantId: string, id: string): Promise<'deleted' | 'catalog' | 'missing'> {
+    if (await this.store.prompts.delete(tenantId, id)) return 'deleted'
+    return (await this.store.prompts.find([CATALOG_TENANT], id)).length > 0 ? 'catalog' : 'missing'
+  }
+
+  async getProfile(tenantId: string, id: string): Promise<Profile | null> {
+    const [row] = await this.store.profiles.find([tenantId], id)
+    return row ? toProfile(row) : (this.fileProfiles.get(id) ?? null)
+  }
+
+  async listProfiles(tenantId: string): Promise<Profile[]> {
+    const merged = new Map(this.fileProfiles)
+    for (const row of await this.store.profiles.list([tenantId])) merged.set(row.id, toProfile(row))
+    return [...merged.values()].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0))
+  }
+
+  async saveProfile(tenantId: string, definition: ProfileDefinition): Promise<Profile> {
+    return toProfile(await this.store.profiles.save(tenantId, definition.id, definition))
+  }
+
+  async deleteProfile(tenantId: string, id: string): Promise<'deleted' | 'catalog' | 'missing'> {
+    if (await this.store.profiles.delete(tenantId, id)) return 'deleted'
+    return this.fileProfiles.has(id) ? 'catalog' : 'missing'
+  }
+}
+
+function toPrompt(row: PromptRow): Prompt {
+  const parsed = promptSchema.safeParse({ id: row.id, description: row.description, ...(row.definition as object) })
+  if (!parsed.success) {
+    throw new PromptLoadError(`prompt '${row.id}' version ${row.version} has an invalid stored definition: ${describeIssues(parsed.error)}`)
+  }
+  const { description, definition } = toPromptDefinition(parsed.data)
+  return {
+    id: row.id,
+    source: row.tenantId === CATALOG_TENANT ? 'CATALOG' : 'API',
+    version: row.version,
+    definitionHash: row.definitionHash,
+    description,
+    definition,
+    variables: templateVariables(definition.messages.map((m) => m.content)),
+    updatedAt: row.updatedAt,
+  }
+}
+
+function toProfile(row: ProfileRow): Profile {
+  const parsed = profileSchema.safeParse(row.definition)
+  if (!parsed.success) throw new ProfileLoadError(`profile '${row.id}' has an invalid stored definition: ${describeIssues(parsed.error)}`)
+  return { ...parsed.data, source: 'API', updatedAt: row.updatedAt }
+}

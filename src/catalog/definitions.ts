@@ -1,0 +1,142 @@
+import { z } from 'zod'
+import { InvalidRequestError } from '../errors.js'
+import { compileTemplate } from '../runner/template.js'
+import { compileOutputSchema } from '../runner/output-schema.js'
+
+/** Prompt, profile and backend ids are the user's own strings. */
+export const ID_PATTERN = /^[A-Za-z0-9_.-]{1,128}$/
+export const idSchema = z.string().regex(ID_PATTERN, 'must be 1-128 characters of A-Z a-z 0-9 _ . -')
+export const envNameSchema = z
+  .string()
+  .regex(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/, 'must be an environment variable name')
+
+export const REASONING_EFFORTS = ['none', 'minimal', 'low', 'medium', 'high', 'xhigh'] as const
+
+/** Enum values in files are case-insensitive; the canonical form is `canonical(value)`. */
+function looseEnum<const T extends readonly [string, ...string[]]>(values: T, canonical: (v: string) => string) {
+  return z.preprocess((v) => (typeof v === 'string' ? canonical(v) : v), z.enum(values))
+}
+
+/**
+ * One layer of settings (backend, profile or request). `null`/absent inherits; `0` is a value;
+ * a blank `reasoningEffort` clears the inherited one; a non-empty `extra` replaces the lower map.
+ */
+export const settingsLayerSchema = z.strictObject({
+  temperature: z.number().min(0).max(2).nullish(),
+  maxTokens: z.number().int().min(1).max(1_000_000).nullish(),
+  topP: z.number().min(0).max(1).nullish(),
+  stop: z.array(z.string().min(1).max(256)).max(16).nullish(),
+  reasoningEffort: z
+    .string()
+    .trim()
+    .refine((v) => v === '' || (REASONING_EFFORTS as readonly string[]).includes(v), {
+      message: `must be one of ${REASONING_EFFORTS.join(', ')} (or blank to clear)`,
+    })
+    .nullish(),
+  extra: z.record(z.string(), z.unknown()).nullish(),
+})
+export type SettingsLayer = z.infer<typeof settingsLayerSchema>
+
+export const BACKEND_KINDS = ['OPENAI', 'ANTHROPIC', 'FAKE'] as const
+export type BackendKind = (typeof BACKEND_KINDS)[number]
+
+export const backendSchema = z.strictObject({
+  id: idSchema,
+  kind: looseEnum(BACKEND_KINDS, (v) => v.toUpperCase()),
+  baseUrl: z.url({ protocol: /^https?$/ }).nullish(),
+  credentialEnv: envNameSchema.nullish(),
+  settings: settingsLayerSchema.nullish(),
+})
+export type BackendDefinition = z.infer<typeof backendSchema>
+
+export const profileSchema = z.strictObject({
+  id: idSchema,
+  backendId: idSchema,
+  model: z.string().trim().min(1).max(256),
+  endpoint: z.url({ protocol: /^https?$/ }).nullish(),
+  settings: settingsLayerSchema.nullish(),
+  credentialEnv: envNameSchema.nullish(),
+  /** A direct key, for catalog files only; never echoed anywhere. */
+  apiKey: z.string().min(1).nullish(),
+  candidates: z.array(idSchema).max(16).nullish(),
+})
+export type ProfileDefinition = z.infer<typeof profileSchema>
+
+export const ROLES = ['system', 'user', 'assistant'] as const
+export type Role = (typeof ROLES)[number]
+export const OUTPUT_KINDS = ['TEXT', 'JSON', 'JSON_SCHEMA'] as const
+export type OutputKind = (typeof OUTPUT_KINDS)[number]
+
+const messageTemplateSchema = z.strictObject({
+  role: looseEnum(ROLES, (v) => v.toLowerCase()),
+  content: z.string().max(1_000_000).superRefine((content, ctx) => {
+    const problem = compileTemplate(content).error
+    if (problem) ctx.addIssue({ code: 'custom', message: problem })
+  }),
+})
+
+const outputContractSchema = z
+  .strictObject({
+    kind: looseEnum(OUTPUT_KINDS, (v) => v.toUpperCase()),
+    schema: z.record(z.string(), z.unknown()).nullish(),
+  })
+  .superRefine((output, ctx) => {
+    if (output.kind !== 'JSON_SCHEMA') {
+      if (output.schema != null) ctx.addIssue({ code: 'custom', path: ['schema'], message: 'is only allowed with kind JSON_SCHEMA' })
+      return
+    }
+    if (output.schema == null) return ctx.addIssue({ code: 'custom', path: ['schema'], message: 'is required with kind JSON_SCHEMA' })
+    const problem = compileOutputSchema(output.schema).error
+    if (problem) ctx.addIssue({ code: 'custom', path: ['schema'], message: `is not a valid JSON Schema: ${problem}` })
+  })
+export type OutputContract = { kind: OutputKind; schema: Record<string, unknown> | null }
+
+export const promptSchema = z.strictObject({
+  id: idSchema,
+  description: z.string().max(4096).nullish(),
+  messages: z.array(messageTemplateSchema).min(1).max(256),
+  defaultProfileId: idSchema.nullish(),
+  output: outputContractSchema.nullish(),
+  maxRepairs: z.number().int().min(0).max(10).nullish(),
+})
+
+/** The part of a prompt that decides what a run does; hashed into `definitionHash`. */
+export interface PromptDefinition {
+  messages: { role: Role; content: string }[]
+  defaultProfileId: string | null
+  output: OutputContract
+  maxRepairs: number
+}
+
+/** Normalizes a parsed prompt into its description and its canonical definition. */
+export function toPromptDefinition(parsed: z.infer<typeof promptSchema>): { description: string | null; definition: PromptDefinition } {
+  return {
+    description: parsed.description ?? null,
+    definition: {
+      messages: parsed.messages.map((m) => ({ role: m.role, content: m.content })),
+      defaultProfileId: parsed.defaultProfileId ?? null,
+      output: { kind: parsed.output?.kind ?? 'TEXT', schema: parsed.output?.schema ?? null },
+      maxRepairs: parsed.maxRepairs ?? 0,
+    },
+  }
+}
+
+const issuePath = (issue: z.core.$ZodIssue, root: string): string =>
+  issue.path.reduce<string>((acc, key) => (typeof key === 'number' ? `${acc}[${key}]` : acc ? `${acc}.${String(key)}` : String(key)), root)
+
+/** Formats a zod error as `path: message` items joined by "; ", the paths rooted at `root`. */
+export function describeIssues(error: z.ZodError, root = ''): string {
+  return error.issues
+    .map((issue) => {
+      const path = issuePath(issue, root)
+      return path ? `${path}: ${issue.message}` : issue.message
+    })
+    .join('; ')
+}
+
+/** Parses untrusted input; a failure is an INVALID_REQUEST naming the field(s), rooted at `root`. */
+export function parseInput<T>(schema: z.ZodType<T>, value: unknown, root: string): T {
+  const parsed = schema.safeParse(value)
+  if (parsed.success) return parsed.data
+  throw new InvalidRequestError(describeIssues(parsed.error, root), issuePath(parsed.error.issues[0]!, root) || root)
+}

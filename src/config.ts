@@ -1,0 +1,57 @@
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
+import { z } from 'zod'
+
+/** The repository root (two folders above this file, in src/ and in dist/). */
+export const PROJECT_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
+
+const LOG_LEVELS = ['debug', 'info', 'warn', 'error', 'silent'] as const
+export type LogLevel = (typeof LOG_LEVELS)[number]
+
+const configSchema = z.object({
+  HOST: z.string().min(1).default('127.0.0.1'),
+  PORT: z.coerce.number().int().min(0).max(65535).default(4000),
+  DATABASE_URL: z
+    .string()
+    .regex(/^(file:|postgres(ql)?:\/\/)/, 'must be a file: URL (SQLite) or a postgres:// / postgresql:// URL')
+    .default('file:./data/promptline.db'),
+  REDIS_URL: z.url({ protocol: /^rediss?$/ }).optional(),
+  PROMPTLINE_CATALOG: z.string().min(1).default(path.join(PROJECT_ROOT, 'catalog')),
+  PROMPTLINE_API_KEYS: z.string().optional(),
+  LOG_LEVEL: z.enum(LOG_LEVELS).default('info'),
+})
+
+export interface Config {
+  host: string
+  port: number
+  databaseUrl: string
+  redisUrl: string | null
+  catalogDir: string
+  apiKeys: string | null
+  logLevel: LogLevel
+}
+
+/** A bad environment variable; the message is one line that names it. */
+export class ConfigError extends Error {
+  override name = 'ConfigError'
+}
+
+/** Parses the environment; empty strings count as unset so `.env` templates can leave blanks. */
+export function loadConfig(env: Record<string, string | undefined>): Config {
+  const present = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''))
+  const parsed = configSchema.safeParse(present)
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0]!
+    throw new ConfigError(`invalid environment variable ${String(issue.path[0])}: ${issue.message}`)
+  }
+  const c = parsed.data
+  return {
+    host: c.HOST,
+    port: c.PORT,
+    databaseUrl: c.DATABASE_URL,
+    redisUrl: c.REDIS_URL ?? null,
+    catalogDir: path.resolve(c.PROMPTLINE_CATALOG),
+    apiKeys: c.PROMPTLINE_API_KEYS ?? null,
+    logLevel: c.LOG_LEVEL,
+  }
+}

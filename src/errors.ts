@@ -1,0 +1,74 @@
+/**
+ * Domain errors. Code below the GraphQL edge throws these; the schema layer turns them into
+ * typed union members (mutations) or `extensions.code` (queries). Messages are written for the
+ * client and never carry secrets or internal detail.
+ */
+export const ERROR_CODES = [
+  'INVALID_REQUEST',
+  'NOT_FOUND',
+  'PROFILE_REQUIRED',
+  'CREDENTIALS',
+  'PROMPT_LOAD',
+  'PROFILE_LOAD',
+  'RENDER',
+  'CAPACITY',
+  'QUEUE_FULL',
+  'SESSION_BUSY',
+  'STEER_REJECTED',
+  'GENERATION',
+  'VALIDATION',
+  'CANCELLED',
+  'UNAUTHENTICATED',
+  'FORBIDDEN',
+  'INTERNAL',
+] as const
+export type ErrorCode = (typeof ERROR_CODES)[number]
+
+export abstract class PromptlineError extends Error {
+  abstract readonly code: ErrorCode
+  override get name(): string {
+    return this.constructor.name
+  }
+}
+
+/** The request itself is malformed: bad id, bad JSON, out-of-range setting. `field` is the first bad path. */
+export class InvalidRequestError extends PromptlineError {
+  readonly code = 'INVALID_REQUEST'
+  constructor(message: string, readonly field: string | null = null) {
+    super(message)
+  }
+  static at(field: string, problem: string): InvalidRequestError {
+    return new InvalidRequestError(`${field}: ${problem}`, field)
+  }
+}
+
+export class NotFoundError extends PromptlineError {
+  readonly code = 'NOT_FOUND'
+  constructor(readonly kind: string, readonly id: string) {
+    super(`${kind} '${id}' not found`)
+  }
+}
+
+export class ProfileRequiredError extends PromptlineError {
+  readonly code = 'PROFILE_REQUIRED'
+}
+
+export class CredentialsError extends PromptlineError {
+  readonly code = 'CREDENTIALS'
+}
+
+export class PromptLoadError extends PromptlineError {
+  readonly code = 'PROMPT_LOAD'
+}
+
+export class ProfileLoadError extends PromptlineError {
+  readonly code = 'PROFILE_LOAD'
+}
+
+export class RenderError extends PromptlineError {
+  readonly code = 'RENDER'
+}
+
+export class InternalError extends PromptlineError {
+  readonly code = 'INTERNAL'
+}

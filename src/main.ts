@@ -1,0 +1,54 @@
+import { ConfigError, loadConfig } from './config.js'
+import { CatalogFileError } from './catalog/files.js'
+import { createLogger } from './logger.js'
+import { createApp } from './server/app.js'
+import { startHttpServer } from './server/http.js'
+
+// The only file that reads process.env or listens.
+async function main(): Promise<void> {
+  let config
+  try {
+    config = loadConfig(process.env)
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`promptline: ${err.message}\n`)
+      process.exit(1)
+    }
+    throw err
+  }
+  const logger = createLogger(config.logLevel)
+  const app = await createApp(config, (name) => process.env[name], logger).catch((err: unknown) => {
+    if (err instanceof CatalogFileError) {
+      process.stderr.write(`promptline: ${err.message}\n`)
+      process.exit(1)
+    }
+    throw err
+  })
+  const http = await startHttpServer(app.yoga, config.host, config.port)
+  logger.info('promptline listening', { url: `${http.url}/graphql`, database: app.store.provider })
+  process.stdout.write(`promptline: GraphiQL at ${http.url}/graphql\n`)
+
+  let stopping = false
+  const shutdown = (signal: string) => {
+    if (stopping) return
+    stopping = true
+    logger.info('shutting down', { signal })
+    void http
+      .stop()
+      .then(() => app.close())
+      .then(
+        () => process.exit(0),
+        (err: unknown) => {
+          logger.error('shutdown failed', { error: (err as Error).message })
+          process.exit(1)
+        },
+      )
+  }
+  process.on('SIGINT', () => shutdown('SIGINT'))
+  process.on('SIGTERM', () => shutdown('SIGTERM'))
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`promptline: failed to start: ${err instanceof Error ? err.message : String(err)}\n`)
+  process.exit(1)
+})

@@ -1,0 +1,59 @@
+import { inspect } from 'node:util'
+
+/** Reads a secret by environment variable name; main.ts binds it to process.env. */
+export type SecretLookup = (name: string) => string | undefined
+
+export type CredentialSourceKind = 'DIRECT' | 'REQUEST_ENV' | 'PROFILE_ENV' | 'BACKEND_ENV' | 'NONE'
+
+/**
+ * A resolved credential. The value is a private field: it never reaches JSON, logs or
+ * `util.inspect`; only a provider calls `reveal()`.
+ */
+export class Credential {
+  readonly #value: string | undefined
+  constructor(
+    readonly source: CredentialSourceKind,
+    /** The env var name, or null for a direct key / no credential. */
+    readonly name: string | null,
+    value: string | undefined,
+    /** False for the fake backend, which needs no credential. */
+    readonly required = true,
+  ) {
+    this.#value = value
+  }
+  get available(): boolean {
+    return !this.required || (this.#value !== undefined && this.#value !== '')
+  }
+  reveal(): string | undefined {
+    return this.#value
+  }
+  toJSON() {
+    return { source: this.source, name: this.name, available: this.available }
+  }
+  [inspect.custom]() {
+    return `Credential(${this.source}${this.name ? ` ${this.name}` : ''})`
+  }
+}
+
+export interface CredentialSources {
+  directKey?: string | null
+  requestEnv?: string | null
+  profileEnv?: string | null
+  backendEnv?: string | null
+  /** The fake backend needs no credential at all. */
+  required: boolean
+}
+
+/**
+ * The highest-priority source that is named wins: direct key > request env > profile env >
+ * backend env. A named env var that is unset does not fall through to a lower one, so a run
+ * never silently bills a different account than the one asked for.
+ */
+export function resolveCredential(sources: CredentialSources, secrets: SecretLookup): Credential {
+  const { required } = sources
+  if (sources.directKey) return new Credential('DIRECT', null, sources.directKey, required)
+  if (sources.requestEnv) return new Credential('REQUEST_ENV', sources.requestEnv, secrets(sources.requestEnv), required)
+  if (sources.profileEnv) return new Credential('PROFILE_ENV', sources.profileEnv, secrets(sources.profileEnv), required)
+  if (sources.backendEnv) return new Credential('BACKEND_ENV', sources.backendEnv, secrets(sources.backendEnv), required)
+  return new Credential('NONE', null, undefined, required)
+}

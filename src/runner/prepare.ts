@@ -1,0 +1,181 @@
+import type { Backend, CatalogReader, Profile, Prompt } from '../catalog/catalog.js'
+import { envNameSchema, idSchema, parseInput, settingsLayerSchema, type OutputContract, type Role, type SettingsLayer } from '../catalog/definitions.js'
+import { hashValue } from '../catalog/hash.js'
+import {
+  CredentialsError,
+  InvalidRequestError,
+  NotFoundError,
+  ProfileLoadError,
+  ProfileRequiredError,
+  PromptLoadError,
+} from '../errors.js'
+import { resolveCredential, type Credential, type SecretLookup } from './credentials.js'
+import { compileOutputSchema } from './output-schema.js'
+import { mergeSettings, type EffectiveSettings } from './settings.js'
+import { renderTemplates } from './template.js'
+
+/** What a caller asks to run (or to prepare, for a dry run). Unvalidated: `resolve` checks it. */
+export interface PrepareRequest {
+  tenantId: string
+  promptId: string
+  profileId?: string | null
+  variables?: unknown
+  overrides?: unknown
+  credentialEnv?: string | null
+  sessionId?: string | null
+}
+
+export interface ChatMessage {
+  role: Role
+  content: string
+}
+
+/** The session history a prompt renders after its system messages. */
+export interface SessionHistory {
+  find(tenantId: string, id: string): Promise<{ defaultProfileId: string | null } | null>
+  messages(tenantId: string, sessionId: string): Promise<{ role: string; content: string }[]>
+}
+
+/** Where and how a profile sends its requests. */
+export interface ProfileTarget {
+  model: string
+  endpoint: string | null
+  settings: EffectiveSettings
+  credential: Credential
+}
+
+/** Steps 5 and 6 for one profile: settings defaults < backend < profile < request, and the credential. */
+export function profileTarget(
+  profile: Profile,
+  backend: Backend,
+  overrides: SettingsLayer | null,
+  requestEnv: string | null,
+  secrets: SecretLookup,
+): ProfileTarget {
+  return {
+    model: profile.model,
+    endpoint: profile.endpoint ?? backend.baseUrl ?? null,
+    settings: mergeSettings(backend.settings, profile.settings, overrides),
+    credential: resolveCredential(
+      {
+        directKey: profile.apiKey,
+        requestEnv,
+        profileEnv: profile.credentialEnv,
+        backendEnv: backend.credentialEnv,
+        required: backend.kind !== 'FAKE',
+      },
+      secrets,
+    ),
+  }
+}
+
+/** The cheap half: everything routing and admission need, no rendering, no model. */
+export interface Resolution extends ProfileTarget {
+  tenantId: string
+  sessionId: string | null
+  prompt: Prompt
+  profile: Profile
+  backend: Backend
+  output: OutputContract
+  variables: Record<string, unknown>
+}
+
+/** The whole request as a model would receive it. */
+export interface PreparedPrompt extends Resolution {
+  messages: ChatMessage[]
+  renderedHash: string
+}
+
+/**
+ * DESIGN §2, resolution and completion phases: validate the request, load the prompt, pick and
+ * load the profile and backend, merge settings, resolve credentials and the output contract;
+ * then render the messages after the session history and hash them.
+ */
+export class PromptPreparer {
+  constructor(
+    private readonly catalog: CatalogReader,
+    private readonly sessions: SessionHistory,
+    private readonly secrets: SecretLookup,
+  ) {}
+
+  async prepare(request: PrepareRequest): Promise<PreparedPrompt> {
+    return this.complete(await this.resolve(request))
+  }
+
+  async resolve(request: PrepareRequest): Promise<Resolution> {
+    const { tenantId } = request
+    // 1. validate the request
+    const promptId = parseInput(idSchema, request.promptId, 'promptId')
+    const requestProfileId = request.profileId == null ? null : parseInput(idSchema, request.profileId, 'profileId')
+    const sessionId = request.sessionId == null ? null : parseInput(idSchema, request.sessionId, 'sessionId')
+    const requestEnv = request.credentialEnv == null ? null : parseInput(envNameSchema, request.credentialEnv, 'credentialEnv')
+    const overrides = request.overrides == null ? null : parseInput(settingsLayerSchema, request.overrides, 'overrides')
+    const variables = request.variables ?? {}
+    if (typeof variables !== 'object' || Array.isArray(variables)) {
+      throw InvalidRequestError.at('variables', 'must be a JSON object of variable values')
+    }
+    const session = sessionId === null ? null : await this.sessions.find(tenantId, sessionId)
+    if (sessionId !== null && !session) throw new NotFoundError('session', sessionId)
+
+    // 2. the prompt definition
+    const prompt = await this.catalog.getPrompt(tenantId, promptId)
+    if (!prompt) throw new NotFoundError('prompt', promptId)
+
+    // 3. the profile: the request's, else the prompt's default, else the session's
+    const profileId = requestProfileId ?? prompt.definition.defaultProfileId ?? session?.defaultProfileId ?? null
+    if (profileId === null) {
+      throw new ProfileRequiredError(`prompt '${promptId}' has no default profile: pass profileId`)
+    }
+    const profile = await this.catalog.getProfile(tenantId, profileId)
+    if (!profile) {
+      if (requestProfileId !== null) throw new NotFoundError('profile', profileId)
+      throw new ProfileLoadError(`default profile '${profileId}' of prompt '${promptId}' does not exist`)
+    }
+
+    // 4. the backend
+    const backend = this.catalog.getBackend(profile.backendId)
+    if (!backend) throw new ProfileLoadError(`profile '${profile.id}' names unknown backend '${profile.backendId}'`)
+
+    // 5. settings and 6. credentials (endpoint, model and ranges were validated with each layer)
+    const target = profileTarget(profile, backend, overrides, requestEnv, this.secrets)
+    const { credential } = target
+    if (!credential.available) {
+      throw new CredentialsError(
+        credential.name
+          ? `profile '${profile.id}' has no credentials: set the environment variable ${credential.name}`
+          : `profile '${profile.id}' has no credentials: give it (or backend '${backend.id}') a credentialEnv`,
+      )
+    }
+
+    // 7. the output contract (its schema is compiled in the completion phase)
+    return {
+      tenantId,
+      sessionId,
+      prompt,
+      profile,
+      backend,
+      ...target,
+      output: prompt.definition.output,
+      variables: variables as Record<string, unknown>,
+    }
+  }
+
+  async complete(resolution: Resolution): Promise<PreparedPrompt> {
+    const { prompt, output } = resolution
+    if (output.kind === 'JSON_SCHEMA' && output.schema) {
+      const { error } = compileOutputSchema(output.schema)
+      if (error !== undefined) throw new PromptLoadError(`output schema of prompt '${prompt.id}' does not compile: ${error}`)
+    }
+    const templates = prompt.definition.messages
+    const contents = renderTemplates(templates.map((m) => m.content), resolution.variables)
+    const rendered: ChatMessage[] = templates.map((m, i) => ({ role: m.role, content: contents[i]! }))
+    const history: ChatMessage[] =
+      resolution.sessionId === null
+        ? []
+        : (await this.sessions.messages(resolution.tenantId, resolution.sessionId)).map((m) => ({ role: m.role as Role, content: m.content }))
+    const leadingSystem = rendered.findIndex((m) => m.role !== 'system')
+    const split = leadingSystem < 0 ? rendered.length : leadingSystem
+    const messages = [...rendered.slice(0, split), ...history, ...rendered.slice(split)]
+    return { ...resolution, messages, renderedHash: hashValue(messages) }
+  }
+}

@@ -1,0 +1,14 @@
+import type { CatalogService } from '../services/catalog-service.js'
+import type { RunService } from '../services/run-service.js'
+
+/** The services a resolver may call; built once per server and shared by HTTP and WebSocket. */
+export interface Services {
+  catalog: CatalogService
+  runs: RunService
+}
+
+/** The one context type, for every request on every transport. */
+export interface Context {
+  tenantId: string
+  services: Services
+}

@@ -1,0 +1,64 @@
+import { GraphQLError } from 'graphql'
+import { ERROR_CODES, InvalidRequestError, NotFoundError, PromptlineError, type ErrorCode } from '../errors.js'
+import { builder } from './builder.js'
+
+export const ErrorCodeEnum = builder.enumType('ErrorCode', {
+  description: 'Why an operation failed. Also in `extensions.code` of top-level errors.',
+  values: ERROR_CODES,
+})
+
+export const ErrorInterface = builder.interfaceRef<PromptlineError>('Error').implement({
+  description: 'An expected failure, returned as a member of a mutation result union.',
+  fields: (t) => ({
+    code: t.field({ type: ErrorCodeEnum, description: 'The error category.', resolve: (e) => e.code }),
+    message: t.exposeString('message', { description: 'What went wrong, for a person to read.' }),
+  }),
+})
+
+builder.objectType(InvalidRequestError, {
+  name: 'InvalidRequestError',
+  description: 'The input was malformed or out of range; nothing was changed.',
+  interfaces: [ErrorInterface],
+  fields: (t) => ({
+    field: t.exposeString('field', { nullable: true, description: 'The path of the first offending input field.' }),
+  }),
+})
+
+builder.objectType(NotFoundError, {
+  name: 'NotFoundError',
+  description: 'A referenced object does not exist (for this tenant).',
+  interfaces: [ErrorInterface],
+  fields: (t) => ({
+    kind: t.exposeString('kind', { description: 'What was looked for: prompt, profile, backend, session, …' }),
+    id: t.exposeString('id', { description: 'The id that was not found.' }),
+  }),
+})
+
+/**
+ * Yoga's `maskError`: a domain error keeps its message and gets its code in
+ * `extensions.code`; anything unexpected is masked as INTERNAL with no detail.
+ */
+export function maskError(error: unknown): GraphQLError {
+  const graphqlError = error instanceof GraphQLError ? error : null
+  const original = graphqlError?.originalError ?? error
+  if (original instanceof PromptlineError) {
+    return new GraphQLError(original.message, {
+      nodes: graphqlError?.nodes,
+      path: graphqlError?.path,
+      extensions: { code: original.code satisfies ErrorCode },
+    })
+  }
+  // errors raised by GraphQL itself (bad variables, unknown fields) are the client's to read
+  if (graphqlError && !graphqlError.originalError) {
+    return new GraphQLError(graphqlError.message, {
+      nodes: graphqlError.nodes,
+      path: graphqlError.path,
+      extensions: { ...graphqlError.extensions, code: 'INVALID_REQUEST' satisfies ErrorCode },
+    })
+  }
+  return new GraphQLError('Unexpected error.', {
+    nodes: graphqlError?.nodes,
+    path: graphqlError?.path,
+    extensions: { code: 'INTERNAL' satisfies ErrorCode },
+  })
+}

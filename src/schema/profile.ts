@@ -1,0 +1,119 @@
+import type { Profile } from '../catalog/catalog.js'
+import { NotFoundError } from '../errors.js'
+import type { Credential } from '../runner/credentials.js'
+import type { ProfileInspection } from '../services/catalog-service.js'
+import { BackendRef } from './backend.js'
+import { builder } from './builder.js'
+import { DefinitionSourceEnum } from './prompt.js'
+import { SettingsOverrideInput, settingsJson } from './settings.js'
+
+const CredentialSourceKindEnum = builder.enumType('CredentialSourceKind', {
+  description: 'Where a credential comes from, highest priority first.',
+  values: {
+    DIRECT: { description: 'A key written in the catalog file (never shown).' },
+    REQUEST_ENV: { description: 'An environment variable named by the request.' },
+    PROFILE_ENV: { description: "The profile's environment variable." },
+    BACKEND_ENV: { description: "The backend's environment variable." },
+    NONE: { description: 'No credential (the fake backend needs none).' },
+  },
+})
+
+export const CredentialSourceRef = builder.objectRef<Credential>('CredentialSource').implement({
+  description: 'Which credential a request would use. Never its value.',
+  fields: (t) => ({
+    source: t.field({ type: CredentialSourceKindEnum, resolve: (c) => c.source }),
+    name: t.string({ nullable: true, description: 'The environment variable name, if any.', resolve: (c) => c.name }),
+    available: t.boolean({ description: 'Whether the credential is set (always true when none is needed).', resolve: (c) => c.available }),
+  }),
+})
+
+export const ProfileRef = builder.objectRef<Profile>('Profile').implement({
+  description: 'A named target: backend, model, settings and credential source.',
+  fields: (t) => ({
+    id: t.exposeID('id'),
+    source: t.field({ type: DefinitionSourceEnum, resolve: (p) => p.source }),
+    backendId: t.exposeID('backendId'),
+    backend: t.field({
+      type: BackendRef,
+      nullable: true,
+      description: 'Null when the backend no longer exists.',
+      resolve: (p, _args, ctx) => ctx.services.catalog.listBackends().find((b) => b.id === p.backendId) ?? null,
+    }),
+    model: t.exposeString('model'),
+    endpoint: t.string({ nullable: true, description: "Overrides the backend's base URL.", resolve: (p) => p.endpoint ?? null }),
+    settings: t.field({ type: 'JSON', description: 'The profile settings layer.', resolve: (p) => settingsJson(p.settings) }),
+    credentialEnv: t.string({ nullable: true, description: 'The environment variable holding its API key (never its value).', resolve: (p) => p.credentialEnv ?? null }),
+    candidates: t.idList({ description: 'Failover profiles, in priority order.', resolve: (p) => p.candidates ?? [] }),
+    updatedAt: t.field({ type: 'DateTime', nullable: true, description: 'Null for catalog profiles.', resolve: (p) => p.updatedAt }),
+  }),
+})
+
+const ProfileInspectionRef = builder.objectRef<ProfileInspection>('ProfileInspection').implement({
+  description: 'What a run with this profile (and no request overrides) would use.',
+  fields: (t) => ({
+    profile: t.field({ type: ProfileRef, resolve: (i) => i.profile }),
+    backend: t.field({ type: BackendRef, resolve: (i) => i.backend }),
+    endpoint: t.string({ nullable: true, resolve: (i) => i.endpoint }),
+    model: t.exposeString('model'),
+    settings: t.field({ type: 'JSON', description: 'Effective settings: defaults < backend < profile.', resolve: (i) => settingsJson(i.settings) }),
+    credential: t.field({ type: CredentialSourceRef, resolve: (i) => i.credential }),
+  }),
+})
+
+builder.queryFields((t) => ({
+  profiles: t.field({
+    type: [ProfileRef],
+    description: 'Profiles visible to the caller, by id.',
+    resolve: (_root, _args, ctx) => ctx.services.catalog.listProfiles(ctx.tenantId),
+  }),
+  profile: t.field({
+    type: ProfileRef,
+    nullable: true,
+    description: 'A profile by id, or null.',
+    args: { id: t.arg.id({ required: true }) },
+    resolve: (_root, { id }, ctx) => ctx.services.catalog.getProfile(ctx.tenantId, String(id)),
+  }),
+  inspectProfile: t.field({
+    type: ProfileInspectionRef,
+    description: 'Effective settings and credential source of a profile. NOT_FOUND when it does not exist.',
+    args: { id: t.arg.id({ required: true }) },
+    resolve: (_root, { id }, ctx) => ctx.services.catalog.inspectProfile(ctx.tenantId, String(id)),
+  }),
+}))
+
+const UpsertProfileInput = builder.inputType('UpsertProfileInput', {
+  fields: (t) => ({
+    id: t.id({ required: true, description: '1-128 characters of A-Z a-z 0-9 _ . -' }),
+    backendId: t.id({ required: true }),
+    model: t.string({ required: true }),
+    endpoint: t.string({ description: "An http(s) URL overriding the backend's base URL." }),
+    settings: t.field({ type: SettingsOverrideInput }),
+    credentialEnv: t.string({ description: 'The environment variable that holds the API key.' }),
+    candidates: t.idList({ description: 'Failover profiles, in priority order.' }),
+  }),
+})
+
+const UpsertProfilePayload = builder.objectRef<{ profile: Profile }>('UpsertProfilePayload').implement({
+  fields: (t) => ({ profile: t.field({ type: ProfileRef, resolve: (p) => p.profile }) }),
+})
+
+const DeleteProfilePayload = builder.objectRef<{ deletedId: string }>('DeleteProfilePayload').implement({
+  fields: (t) => ({ deletedId: t.exposeID('deletedId') }),
+})
+
+builder.mutationFields((t) => ({
+  upsertProfile: t.field({
+    type: UpsertProfilePayload,
+    description: "Creates or replaces this tenant's profile.",
+    errors: { types: [NotFoundError] },
+    args: { input: t.arg({ type: UpsertProfileInput, required: true }) },
+    resolve: async (_root, { input }, ctx) => ({ profile: await ctx.services.catalog.upsertProfile(ctx.tenantId, input) }),
+  }),
+  deleteProfile: t.field({
+    type: DeleteProfilePayload,
+    description: "Deletes this tenant's profile.",
+    errors: { types: [NotFoundError] },
+    args: { id: t.arg.id({ required: true }) },
+    resolve: async (_root, { id }, ctx) => ({ deletedId: await ctx.services.catalog.deleteProfile(ctx.tenantId, String(id)) }),
+  }),
+}))

@@ -1,0 +1,166 @@
+import type { Prompt } from '../catalog/catalog.js'
+import { OUTPUT_KINDS, type OutputContract, type Role } from '../catalog/definitions.js'
+import { InvalidRequestError, NotFoundError } from '../errors.js'
+import { builder } from './builder.js'
+
+export const DefinitionSourceEnum = builder.enumType('DefinitionSource', {
+  description: 'Where a definition comes from.',
+  values: {
+    CATALOG: { description: 'A file in the server catalog folder (read-only through the API).' },
+    API: { description: 'Created through the API by this tenant; shadows a catalog definition with the same id.' },
+  },
+})
+
+export const RoleEnum = builder.enumType('Role', {
+  values: {
+    SYSTEM: { value: 'system' as Role },
+    USER: { value: 'user' as Role },
+    ASSISTANT: { value: 'assistant' as Role },
+  },
+})
+
+export const OutputKindEnum = builder.enumType('OutputKind', {
+  description: 'What a run must answer: free text, any JSON, or JSON matching a schema.',
+  values: OUTPUT_KINDS,
+})
+
+export const ChatMessageRef = builder.objectRef<{ role: Role; content: string }>('ChatMessage').implement({
+  description: 'One message: a template in a prompt, or a rendered message sent to a model.',
+  fields: (t) => ({
+    role: t.field({ type: RoleEnum, resolve: (m) => m.role }),
+    content: t.exposeString('content'),
+  }),
+})
+
+export const OutputContractRef = builder.objectRef<OutputContract>('OutputContract').implement({
+  description: 'The output a prompt promises.',
+  fields: (t) => ({
+    kind: t.field({ type: OutputKindEnum, resolve: (o) => o.kind }),
+    schema: t.field({ type: 'JSON', nullable: true, description: 'The JSON Schema, for JSON_SCHEMA.', resolve: (o) => o.schema }),
+  }),
+})
+
+export const PromptRef = builder.objectRef<Prompt>('Prompt').implement({
+  description: 'A named prompt definition: message templates, default profile and output contract.',
+  fields: (t) => ({
+    id: t.exposeID('id'),
+    description: t.exposeString('description', { nullable: true }),
+    source: t.field({ type: DefinitionSourceEnum, resolve: (p) => p.source }),
+    version: t.exposeInt('version', { description: 'Bumped whenever the definition changes.' }),
+    definitionHash: t.exposeString('definitionHash', { description: 'sha256 of the canonical definition.' }),
+    messages: t.field({ type: [ChatMessageRef], description: 'The message templates.', resolve: (p) => p.definition.messages }),
+    defaultProfileId: t.id({ nullable: true, resolve: (p) => p.definition.defaultProfileId }),
+    output: t.field({ type: OutputContractRef, resolve: (p) => p.definition.output }),
+    maxRepairs: t.int({ description: 'Repair generations allowed when output fails its contract.', resolve: (p) => p.definition.maxRepairs }),
+    variables: t.exposeStringList('variables', { description: 'Variables the templates refer to, in order of first use.' }),
+    updatedAt: t.field({ type: 'DateTime', resolve: (p) => p.updatedAt }),
+  }),
+})
+
+const PromptInspectionRef = builder.objectRef<Prompt>('PromptInspection').implement({
+  description: 'A structural look at a prompt: its canonical definition and the variables it needs.',
+  fields: (t) => ({
+    prompt: t.field({ type: PromptRef, resolve: (p) => p }),
+    id: t.exposeID('id'),
+    version: t.exposeInt('version'),
+    definitionHash: t.exposeString('definitionHash'),
+    definition: t.field({ type: 'JSON', description: 'The canonical definition that definitionHash covers.', resolve: (p) => p.definition }),
+    variables: t.exposeStringList('variables'),
+  }),
+})
+
+const PAGE_DEFAULT = 50
+const PAGE_MAX = 200
+const toCursor = (id: string) => Buffer.from(`prompt:${id}`).toString('base64url')
+function fromCursor(cursor: string): string {
+  const decoded = Buffer.from(cursor, 'base64url').toString()
+  if (!decoded.startsWith('prompt:')) throw InvalidRequestError.at('after', 'not a cursor from this connection')
+  return decoded.slice('prompt:'.length)
+}
+
+builder.queryFields((t) => ({
+  prompts: t.connection({
+    type: PromptRef,
+    description: `Prompts visible to the caller, by id. Forward paging only: first (default ${PAGE_DEFAULT}, at most ${PAGE_MAX}) and after.`,
+    resolve: async (_root, args, ctx) => {
+      if (args.last != null || args.before != null) throw InvalidRequestError.at('last', 'only forward paging (first/after) is supported')
+      const first = args.first ?? PAGE_DEFAULT
+      if (first < 0 || first > PAGE_MAX) throw InvalidRequestError.at('first', `must be between 0 and ${PAGE_MAX}`)
+      const after = args.after ? fromCursor(args.after) : null
+      const page = await ctx.services.catalog.listPrompts(ctx.tenantId, after, first)
+      const edges = page.prompts.map((node) => ({ node, cursor: toCursor(node.id) }))
+      return {
+        edges,
+        pageInfo: {
+          hasNextPage: page.hasNextPage,
+          hasPreviousPage: after !== null,
+          startCursor: edges[0]?.cursor ?? null,
+          endCursor: edges.at(-1)?.cursor ?? null,
+        },
+      }
+    },
+  }),
+  prompt: t.field({
+    type: PromptRef,
+    nullable: true,
+    description: 'A prompt by id, or null.',
+    args: { id: t.arg.id({ required: true }) },
+    resolve: (_root, { id }, ctx) => ctx.services.catalog.getPrompt(ctx.tenantId, String(id)),
+  }),
+  inspectPrompt: t.field({
+    type: PromptInspectionRef,
+    description: 'The canonical definition of a prompt, its hash and its variables. NOT_FOUND when it does not exist.',
+    args: { id: t.arg.id({ required: true }) },
+    resolve: (_root, { id }, ctx) => ctx.services.catalog.inspectPrompt(ctx.tenantId, String(id)),
+  }),
+}))
+
+const PromptMessageInput = builder.inputType('PromptMessageInput', {
+  fields: (t) => ({
+    role: t.field({ type: RoleEnum, required: true }),
+    content: t.string({ required: true, description: 'Template text; {{ name }} or {{ a.b }} insert variables.' }),
+  }),
+})
+
+const OutputContractInput = builder.inputType('OutputContractInput', {
+  fields: (t) => ({
+    kind: t.field({ type: OutputKindEnum, required: true }),
+    schema: t.field({ type: 'JSON', description: 'A JSON Schema; required with JSON_SCHEMA, refused otherwise.' }),
+  }),
+})
+
+const UpsertPromptInput = builder.inputType('UpsertPromptInput', {
+  fields: (t) => ({
+    id: t.id({ required: true, description: '1-128 characters of A-Z a-z 0-9 _ . -' }),
+    description: t.string(),
+    messages: t.field({ type: [PromptMessageInput], required: true }),
+    defaultProfileId: t.id(),
+    output: t.field({ type: OutputContractInput, description: 'Defaults to TEXT.' }),
+    maxRepairs: t.int({ description: '0 to 10; default 0.' }),
+  }),
+})
+
+const UpsertPromptPayload = builder.objectRef<{ prompt: Prompt }>('UpsertPromptPayload').implement({
+  fields: (t) => ({ prompt: t.field({ type: PromptRef, resolve: (p) => p.prompt }) }),
+})
+
+const DeletePromptPayload = builder.objectRef<{ deletedId: string }>('DeletePromptPayload').implement({
+  fields: (t) => ({ deletedId: t.exposeID('deletedId') }),
+})
+
+builder.mutationFields((t) => ({
+  upsertPrompt: t.field({
+    type: UpsertPromptPayload,
+    description: "Creates or changes this tenant's prompt; the version is bumped only when the definition changes.",
+    errors: { types: [NotFoundError] },
+    args: { input: t.arg({ type: UpsertPromptInput, required: true }) },
+    resolve: async (_root, { input }, ctx) => ({ prompt: await ctx.services.catalog.upsertPrompt(ctx.tenantId, input) }),
+  }),
+  deletePrompt: t.field({
+    type: DeletePromptPayload,
+    description: "Deletes this tenant's prompt (a catalog prompt it shadowed becomes visible again).",
+    errors: { types: [NotFoundError] },
+    args: { id: t.arg.id({ required: true }) },
+    resolve: async (_root, { id }, ctx) => ({ deletedId: await ctx.services.catalog.deletePrompt(ctx.tenantId, String(id)) }),
+  }),
+}))

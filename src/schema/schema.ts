@@ -1,0 +1,10 @@
+import { builder } from './builder.js'
+// Each module registers its types on the builder when imported.
+import './errors.js'
+import './settings.js'
+import './prompt.js'
+import './backend.js'
+import './profile.js'
+import './prepare.js'
+
+export const schema = builder.toSchema({ sortSchema: true })

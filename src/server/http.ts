@@ -1,0 +1,76 @@
+import { createServer, type Server } from 'node:http'
+import type { AddressInfo } from 'node:net'
+import type { ExecutionArgs } from 'graphql'
+import { useServer } from 'graphql-ws/use/ws'
+import { WebSocketServer } from 'ws'
+import type { PromptlineYoga } from './yoga.js'
+
+export interface HttpServer {
+  /** http://host:port, with the port really bound (useful with port 0). */
+  readonly url: string
+  /** Closes WebSockets and HTTP connections, then the listener. */
+  stop(): Promise<void>
+}
+
+/** Execution args that carry yoga's enveloped execute/subscribe along to graphql-ws. */
+type EnvelopedArgs = ExecutionArgs & {
+  envelopedExecute: (args: ExecutionArgs) => unknown
+  envelopedSubscribe: (args: ExecutionArgs) => unknown
+}
+
+/**
+ * Serves yoga over HTTP and graphql-ws on the same path. graphql-ws goes through
+ * `yoga.getEnveloped`, so both transports share plugins, masking and the context factory.
+ */
+export async function startHttpServer(yoga: PromptlineYoga, host: string, port: number): Promise<HttpServer> {
+  const server: Server = createServer(yoga)
+  const wss = new WebSocketServer({ server, path: yoga.graphqlEndpoint })
+  useServer(
+    {
+      execute: (args) => (args as EnvelopedArgs).envelopedExecute(args) as never,
+      subscribe: (args) => (args as EnvelopedArgs).envelopedSubscribe(args) as never,
+      onSubscribe: async (ctx, _id, payload) => {
+        const { schema, execute, subscribe, contextFactory, parse, validate } = yoga.getEnveloped({
+          ...ctx,
+          req: ctx.extra.request,
+          socket: ctx.extra.socket,
+          params: payload,
+        })
+        const document = parse(payload.query)
+        const errors = validate(schema, document)
+        if (errors.length > 0) return errors
+        const args: EnvelopedArgs = {
+          schema,
+          document,
+          operationName: payload.operationName,
+          variableValues: payload.variables,
+          contextValue: await contextFactory(),
+          envelopedExecute: execute,
+          envelopedSubscribe: subscribe,
+        }
+        return args
+      },
+    },
+    wss,
+  )
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject)
+    server.listen(port, host, () => {
+      server.off('error', reject)
+      resolve()
+    })
+  })
+  const address = server.address() as AddressInfo
+  const hostForUrl = address.family === 'IPv6' ? `[${address.address}]` : address.address
+
+  return {
+    url: `http://${hostForUrl}:${address.port}`,
+    async stop() {
+      for (const client of wss.clients) client.terminate()
+      await new Promise<void>((resolve) => wss.close(() => resolve()))
+      server.closeAllConnections()
+      await new Promise<void>((resolve, reject) => server.close((err) => (err ? reject(err) : resolve())))
+    },
+  }
+}

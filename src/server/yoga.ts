@@ -1,0 +1,46 @@
+import type { GraphQLSchema } from 'graphql'
+import { createYoga, type Plugin, type YogaServerInstance } from 'graphql-yoga'
+import type { Logger } from '../logger.js'
+import type { Context, Services } from '../schema/context.js'
+import { maskError } from '../schema/errors.js'
+
+/** Until API keys arrive, every caller is the one local tenant. */
+export const LOCAL_TENANT = 'local'
+
+export type PromptlineYoga = YogaServerInstance<Record<string, unknown>, Context>
+
+/** `GET /healthz`: 200 when the database answers, 503 when it does not. */
+function useHealthz(ping: () => Promise<void>, logger: Logger): Plugin {
+  return {
+    async onRequest({ url, endResponse, fetchAPI }) {
+      if (url.pathname !== '/healthz') return
+      try {
+        await ping()
+        endResponse(fetchAPI.Response.json({ status: 'ok' }))
+      } catch (err) {
+        logger.warn('health check failed', { error: (err as Error).message })
+        endResponse(fetchAPI.Response.json({ status: 'unavailable' }, { status: 503 }))
+      }
+    },
+  }
+}
+
+/** The GraphQL app with no listener: tests call `yoga.fetch`, http.ts serves it. */
+export function createPromptlineYoga(options: {
+  schema: GraphQLSchema
+  services: Services
+  ping: () => Promise<void>
+  logger: Logger
+}): PromptlineYoga {
+  const { schema, services, logger } = options
+  return createYoga<Record<string, unknown>, Context>({
+    schema,
+    graphqlEndpoint: '/graphql',
+    graphiql: { title: 'promptline', subscriptionsProtocol: 'WS' },
+    landingPage: false,
+    maskedErrors: { maskError },
+    logging: logger,
+    context: (): Context => ({ tenantId: LOCAL_TENANT, services }),
+    plugins: [useHealthz(options.ping, logger)],
+  })
+}

@@ -1,0 +1,94 @@
+import type { Backend, Catalog, Profile, Prompt } from '../catalog/catalog.js'
+import { idSchema, parseInput, profileSchema, promptSchema, toPromptDefinition } from '../catalog/definitions.js'
+import { InvalidRequestError, NotFoundError } from '../errors.js'
+import type { SecretLookup } from '../runner/credentials.js'
+import { profileTarget, type ProfileTarget } from '../runner/prepare.js'
+
+export interface PromptPage {
+  prompts: Prompt[]
+  hasNextPage: boolean
+}
+
+export interface ProfileInspection extends ProfileTarget {
+  profile: Profile
+  backend: Backend
+}
+
+/** Profiles written through the API take no direct key: secrets belong in env vars. */
+const apiProfileSchema = profileSchema.omit({ apiKey: true })
+
+/** Use cases over the prompt and profile catalog: listing, inspecting, creating, deleting. */
+export class CatalogService {
+  constructor(
+    private readonly catalog: Catalog,
+    private readonly secrets: SecretLookup,
+  ) {}
+
+  async listPrompts(tenantId: string, afterId: string | null, first: number): Promise<PromptPage> {
+    const prompts = await this.catalog.listPrompts(tenantId, afterId, first + 1)
+    return { prompts: prompts.slice(0, first), hasNextPage: prompts.length > first }
+  }
+
+  async getPrompt(tenantId: string, id: string): Promise<Prompt | null> {
+    return this.catalog.getPrompt(tenantId, parseInput(idSchema, id, 'id'))
+  }
+
+  async inspectPrompt(tenantId: string, id: string): Promise<Prompt> {
+    const prompt = await this.getPrompt(tenantId, id)
+    if (!prompt) throw new NotFoundError('prompt', id)
+    return prompt
+  }
+
+  async upsertPrompt(tenantId: string, input: unknown): Promise<Prompt> {
+    const parsed = parseInput(promptSchema, input, 'input')
+    const { description, definition } = toPromptDefinition(parsed)
+    if (definition.defaultProfileId && !(await this.catalog.getProfile(tenantId, definition.defaultProfileId))) {
+      throw new NotFoundError('profile', definition.defaultProfileId)
+    }
+    return this.catalog.savePrompt(tenantId, parsed.id, description, definition)
+  }
+
+  async deletePrompt(tenantId: string, id: string): Promise<string> {
+    const outcome = await this.catalog.deletePrompt(tenantId, parseInput(idSchema, id, 'id'))
+    if (outcome === 'missing') throw new NotFoundError('prompt', id)
+    if (outcome === 'catalog') throw InvalidRequestError.at('id', `prompt '${id}' is defined in the catalog files; change it there`)
+    return id
+  }
+
+  listProfiles(tenantId: string): Promise<Profile[]> {
+    return this.catalog.listProfiles(tenantId)
+  }
+
+  async getProfile(tenantId: string, id: string): Promise<Profile | null> {
+    return this.catalog.getProfile(tenantId, parseInput(idSchema, id, 'id'))
+  }
+
+  async inspectProfile(tenantId: string, id: string): Promise<ProfileInspection> {
+    const profile = await this.getProfile(tenantId, id)
+    if (!profile) throw new NotFoundError('profile', id)
+    const backend = this.catalog.getBackend(profile.backendId)
+    if (!backend) throw new NotFoundError('backend', profile.backendId)
+    return { profile, backend, ...profileTarget(profile, backend, null, null, this.secrets) }
+  }
+
+  async upsertProfile(tenantId: string, input: unknown): Promise<Profile> {
+    const definition = parseInput(apiProfileSchema, input, 'input')
+    if (!this.catalog.getBackend(definition.backendId)) throw new NotFoundError('backend', definition.backendId)
+    for (const candidate of definition.candidates ?? []) {
+      if (candidate === definition.id) throw InvalidRequestError.at('input.candidates', 'a profile cannot be its own candidate')
+      if (!(await this.catalog.getProfile(tenantId, candidate))) throw new NotFoundError('profile', candidate)
+    }
+    return this.catalog.saveProfile(tenantId, definition)
+  }
+
+  async deleteProfile(tenantId: string, id: string): Promise<string> {
+    const outcome = await this.catalog.deleteProfile(tenantId, parseInput(idSchema, id, 'id'))
+    if (outcome === 'missing') throw new NotFoundError('profile', id)
+    if (outcome === 'catalog') throw InvalidRequestError.at('id', `profile '${id}' is defined in the catalog files; change it there`)
+    return id
+  }
+
+  listBackends(): Backend[] {
+    return this.catalog.listBackends()
+  }
+}

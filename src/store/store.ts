@@ -1,0 +1,43 @@
+import { openDatabase, type Database } from './database.js'
+import { migrate } from './migrator.js'
+import { ProfileStore } from './profile-store.js'
+import { PromptStore } from './prompt-store.js'
+import { SessionStore } from './session-store.js'
+
+/** The repositories over one database. It owns the connection: `close()` releases it. */
+export class Store {
+  readonly prompts: PromptStore
+  readonly profiles: ProfileStore
+  readonly sessions: SessionStore
+
+  constructor(private readonly database: Database) {
+    this.prompts = new PromptStore(database.db)
+    this.profiles = new ProfileStore(database.db)
+    this.sessions = new SessionStore(database.db)
+  }
+
+  get provider() {
+    return this.database.provider
+  }
+
+  /** Resolves when the database answers a trivial query. */
+  async ping(): Promise<void> {
+    await this.database.db.$queryRawUnsafe('SELECT 1')
+  }
+
+  close(): Promise<void> {
+    return this.database.close()
+  }
+}
+
+/** Opens the database at `url`, applies pending migrations, and returns its store. */
+export async function openStore(url: string): Promise<Store> {
+  const database = await openDatabase(url)
+  try {
+    await migrate(database)
+  } catch (err) {
+    await database.close()
+    throw err
+  }
+  return new Store(database)
+}
