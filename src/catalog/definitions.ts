@@ -1,5 +1,6 @@
 import { z } from 'zod'
 import { InvalidRequestError } from '../errors.js'
+import { Secret } from '../runner/credentials.js'
 import { compileTemplate } from '../runner/template.js'
 import { compileOutputSchema } from '../runner/output-schema.js'
 
@@ -57,7 +58,11 @@ export const profileSchema = z.strictObject({
   settings: settingsLayerSchema.nullish(),
   credentialEnv: envNameSchema.nullish(),
   /** A direct key, for catalog files only; never echoed anywhere. */
-  apiKey: z.string().min(1).nullish(),
+  apiKey: z
+    .string()
+    .min(1)
+    .transform((key) => new Secret(key))
+    .nullish(),
   candidates: z.array(idSchema).max(16).nullish(),
 })
 export type ProfileDefinition = z.infer<typeof profileSchema>

@@ -48,7 +48,8 @@ export function loadCatalogFiles(dir: string): CatalogFiles {
   const prompts: Located<z.infer<typeof promptSchema>>[] = []
 
   for (const file of catalogFilesIn(dir)) {
-    const name = path.relative(process.cwd(), file) || file
+    const relative = path.relative(process.cwd(), file)
+    const name = relative.startsWith('..') ? file : relative
     let content: unknown
     try {
       content = parseYaml(readFileSync(file, 'utf8'))

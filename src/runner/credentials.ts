@@ -1,5 +1,25 @@
 import { inspect } from 'node:util'
 
+/** A secret string that shows as "***" in JSON, logs and `util.inspect`; `reveal()` reads it. */
+export class Secret {
+  readonly #value: string
+  constructor(value: string) {
+    this.#value = value
+  }
+  reveal(): string {
+    return this.#value
+  }
+  toJSON(): string {
+    return '***'
+  }
+  toString(): string {
+    return '***'
+  }
+  [inspect.custom](): string {
+    return 'Secret(***)'
+  }
+}
+
 /** Reads a secret by environment variable name; main.ts binds it to process.env. */
 export type SecretLookup = (name: string) => string | undefined
 
@@ -36,7 +56,7 @@ export class Credential {
 }
 
 export interface CredentialSources {
-  directKey?: string | null
+  directKey?: Secret | null
   requestEnv?: string | null
   profileEnv?: string | null
   backendEnv?: string | null
@@ -51,7 +71,7 @@ export interface CredentialSources {
  */
 export function resolveCredential(sources: CredentialSources, secrets: SecretLookup): Credential {
   const { required } = sources
-  if (sources.directKey) return new Credential('DIRECT', null, sources.directKey, required)
+  if (sources.directKey) return new Credential('DIRECT', null, sources.directKey.reveal(), required)
   if (sources.requestEnv) return new Credential('REQUEST_ENV', sources.requestEnv, secrets(sources.requestEnv), required)
   if (sources.profileEnv) return new Credential('PROFILE_ENV', sources.profileEnv, secrets(sources.profileEnv), required)
   if (sources.backendEnv) return new Credential('BACKEND_ENV', sources.backendEnv, secrets(sources.backendEnv), required)

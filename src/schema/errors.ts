@@ -48,8 +48,8 @@ export function maskError(error: unknown): GraphQLError {
       extensions: { code: original.code satisfies ErrorCode },
     })
   }
-  // errors raised by GraphQL itself (bad variables, unknown fields) are the client's to read
-  if (graphqlError && !graphqlError.originalError) {
+  // errors raised by GraphQL itself (syntax, variable coercion) are the client's to read
+  if (graphqlError && (!graphqlError.originalError || graphqlError.originalError instanceof GraphQLError)) {
     return new GraphQLError(graphqlError.message, {
       nodes: graphqlError.nodes,
       path: graphqlError.path,

@@ -73,7 +73,7 @@ export async function migrate(database: Database, migrations = listMigrations(da
     try {
       return await db.$transaction(
         async (tx) => {
-          if (provider === 'postgresql') await tx.$queryRawUnsafe(`SELECT pg_advisory_xact_lock(${PRISMA_LOCK_ID})`)
+          if (provider === 'postgresql') await tx.$queryRawUnsafe(`SELECT pg_advisory_xact_lock(${PRISMA_LOCK_ID})::text AS locked`)
           const rows = await tx.$queryRawUnsafe<AppliedRow[]>(
             `SELECT migration_name, checksum, finished_at, rolled_back_at FROM "_prisma_migrations" WHERE migration_name = ${param(1)}`,
             migration.name,
