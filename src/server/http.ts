@@ -8,7 +8,7 @@ import type { PromptlineYoga } from './yoga.js'
 export interface HttpServer {
   /** http://host:port, with the port really bound (useful with port 0). */
   readonly url: string
-  /** Closes WebSockets and HTTP connections, then the listener. */
+  /** Closes WebSockets and HTTP connections, then the listener; later calls share the first. */
   stop(): Promise<void>
 }
 
@@ -64,13 +64,15 @@ export async function startHttpServer(yoga: PromptlineYoga, host: string, port: 
   const address = server.address() as AddressInfo
   const hostForUrl = address.family === 'IPv6' ? `[${address.address}]` : address.address
 
+  let stopped: Promise<void> | null = null
+  const stop = async () => {
+    for (const client of wss.clients) client.terminate()
+    await new Promise<void>((resolve) => wss.close(() => resolve()))
+    server.closeAllConnections()
+    await new Promise<void>((resolve, reject) => server.close((err) => (err ? reject(err) : resolve())))
+  }
   return {
     url: `http://${hostForUrl}:${address.port}`,
-    async stop() {
-      for (const client of wss.clients) client.terminate()
-      await new Promise<void>((resolve) => wss.close(() => resolve()))
-      server.closeAllConnections()
-      await new Promise<void>((resolve, reject) => server.close((err) => (err ? reject(err) : resolve())))
-    },
+    stop: () => (stopped ??= stop()),
   }
 }

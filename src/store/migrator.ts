@@ -52,6 +52,36 @@ function splitStatements(sql: string): string[] {
     .filter(Boolean)
 }
 
+type Tx = Parameters<Parameters<Database['db']['$transaction']>[0]>[0]
+
+/**
+ * Runs `work` in a transaction that first takes the migration lock, so concurrent starters
+ * queue instead of racing: PostgreSQL's advisory lock (the CLI's id), or on SQLite a write
+ * lock taken up front (a read first would make the later write fail with SQLITE_BUSY).
+ */
+async function inMigrationLock<T>({ db, provider }: Database, work: (tx: Tx) => Promise<T>): Promise<T> {
+  // SQLite rebuilds tables to alter them; with foreign keys on, DROP TABLE inside the
+  // transaction would cascade-delete child rows, and the pragma is a no-op inside one.
+  if (provider === 'sqlite') await db.$executeRawUnsafe('PRAGMA foreign_keys=OFF')
+  try {
+    return await db.$transaction(
+      async (tx) => {
+        if (provider === 'postgresql') await tx.$queryRawUnsafe(`SELECT pg_advisory_xact_lock(${PRISMA_LOCK_ID})::text AS locked`)
+        else await tx.$executeRawUnsafe('UPDATE "_prisma_migrations" SET "logs" = "logs" WHERE 0 = 1')
+        const result = await work(tx)
+        if (provider === 'sqlite') {
+          const broken = await tx.$queryRawUnsafe<unknown[]>('PRAGMA foreign_key_check')
+          if (broken.length > 0) throw new Error(`migration leaves ${broken.length} rows with broken foreign keys`)
+        }
+        return result
+      },
+      { maxWait: 30_000, timeout: 120_000 },
+    )
+  } finally {
+    if (provider === 'sqlite') await db.$executeRawUnsafe('PRAGMA foreign_keys=ON')
+  }
+}
+
 /**
  * Applies the committed migration SQL at start, recording each in `_prisma_migrations` with the
  * CLI's layout so Prisma's own tools agree with the history. Returns the names it applied.
@@ -59,53 +89,41 @@ function splitStatements(sql: string): string[] {
 export async function migrate(database: Database, migrations = listMigrations(database.provider)): Promise<string[]> {
   const { db, provider } = database
   const param = (n: number) => (provider === 'sqlite' ? '?' : `$${n}`)
-  await db.$executeRawUnsafe(CREATE_TABLE[provider])
+  // SQLite serializes the CREATE itself; PostgreSQL races on it unless it is under the lock
+  if (provider === 'sqlite') await db.$executeRawUnsafe(CREATE_TABLE.sqlite)
+  else await db.$transaction(async (tx) => {
+    await tx.$queryRawUnsafe(`SELECT pg_advisory_xact_lock(${PRISMA_LOCK_ID})::text AS locked`)
+    await tx.$executeRawUnsafe(CREATE_TABLE.postgresql)
+  })
+
   const applied: string[] = []
   for (const migration of migrations) {
-    const done = await applyOne(database, migration)
+    const done = await inMigrationLock(database, async (tx) => {
+      const rows = await tx.$queryRawUnsafe<AppliedRow[]>(
+        `SELECT migration_name, checksum, finished_at, rolled_back_at FROM "_prisma_migrations" WHERE migration_name = ${param(1)}`,
+        migration.name,
+      )
+      const live = rows.filter((r) => r.rolled_back_at == null)
+      if (live.some((r) => r.finished_at == null)) {
+        throw new Error(`migration ${migration.name} was started but never finished: repair the database, then mark it rolled back`)
+      }
+      if (live.length > 0) {
+        if (live[0]!.checksum !== migration.checksum) {
+          throw new Error(`migration ${migration.name} was changed after it was applied: restore prisma/migrations/${provider}/${migration.name}`)
+        }
+        return false
+      }
+      for (const statement of splitStatements(migration.sql)) await tx.$executeRawUnsafe(statement)
+      await tx.$executeRawUnsafe(
+        `INSERT INTO "_prisma_migrations" (id, checksum, migration_name, finished_at, started_at, applied_steps_count)
+         VALUES (${param(1)}, ${param(2)}, ${param(3)}, CURRENT_TIMESTAMP, CURRENT_TIMESTAMP, 1)`,
+        randomUUID(),
+        migration.checksum,
+        migration.name,
+      )
+      return true
+    })
     if (done) applied.push(migration.name)
   }
   return applied
-  async function applyOne({ db }: Database, migration: MigrationFile): Promise<boolean> {
-    // SQLite rebuilds tables to alter them; with foreign keys on, DROP TABLE inside the
-    // transaction would cascade-delete child rows, and the pragma is a no-op inside one.
-    if (provider === 'sqlite') await db.$executeRawUnsafe('PRAGMA foreign_keys=OFF')
-    try {
-      return await db.$transaction(
-        async (tx) => {
-          if (provider === 'postgresql') await tx.$queryRawUnsafe(`SELECT pg_advisory_xact_lock(${PRISMA_LOCK_ID})::text AS locked`)
-          const rows = await tx.$queryRawUnsafe<AppliedRow[]>(
-            `SELECT migration_name, checksum, finished_at, rolled_back_at FROM "_prisma_migrations" WHERE migration_name = ${param(1)}`,
-            migration.name,
-          )
-          const live = rows.filter((r) => r.rolled_back_at == null)
-          if (live.some((r) => r.finished_at == null)) {
-            throw new Error(`migration ${migration.name} was started but never finished: repair the database, then mark it rolled back`)
-          }
-          if (live.length > 0) {
-            if (live[0]!.checksum !== migration.checksum) {
-              throw new Error(`migration ${migration.name} was changed after it was applied: restore prisma/migrations/${provider}/${migration.name}`)
-            }
-            return false
-          }
-          for (const statement of splitStatements(migration.sql)) await tx.$executeRawUnsafe(statement)
-          if (provider === 'sqlite') {
-            const broken = await tx.$queryRawUnsafe<unknown[]>('PRAGMA foreign_key_check')
-            if (broken.length > 0) throw new Error(`migration ${migration.name} leaves ${broken.length} rows with broken foreign keys`)
-          }
-          await tx.$executeRawUnsafe(
-            `INSERT INTO "_prisma_migrations" (id, checksum, migration_name, finished_at, started_at, applied_steps_count)
-             VALUES (${param(1)}, ${param(2)}, ${param(3)}, CURRENT_TIMESTAMP, CURRENT_TIMESTAMP, 1)`,
-            randomUUID(),
-            migration.checksum,
-            migration.name,
-          )
-          return true
-        },
-        { maxWait: 30_000, timeout: 120_000 },
-      )
-    } finally {
-      if (provider === 'sqlite') await db.$executeRawUnsafe('PRAGMA foreign_keys=ON')
-    }
-  }
 }

@@ -1,0 +1,19 @@
+import { print } from 'graphql'
+import type { TypedDocumentNode } from '@graphql-typed-document-node/core'
+import { createClient, type Client } from 'graphql-ws'
+import WebSocket from 'ws'
+import type { GraphQLResponse } from './app.js'
+
+/** A graphql-ws client on a real socket, with no retries so failures surface at once. */
+export function wsClient(httpUrl: string): Client {
+  return createClient({ url: `${httpUrl.replace(/^http/, 'ws')}/graphql`, webSocketImpl: WebSocket, retryAttempts: 0, lazy: true })
+}
+
+/** Runs one operation and collects every result it yields until it completes. */
+export async function collect<T, V>(client: Client, document: TypedDocumentNode<T, V>, variables?: V): Promise<GraphQLResponse<T>[]> {
+  const results: GraphQLResponse<T>[] = []
+  for await (const result of client.iterate({ query: print(document), variables: variables as Record<string, unknown> })) {
+    results.push(result as GraphQLResponse<T>)
+  }
+  return results
+}

@@ -1,0 +1,96 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { createLogger } from '../../src/logger.js'
+import { createApp, type App } from '../../src/server/app.js'
+import { startHttpServer, type HttpServer } from '../../src/server/http.js'
+import { InspectProfileDocument, PreparePromptDocument, ProfilesDocument } from '../generated/graphql.js'
+import { DEFAULT_CATALOG } from '../helpers/app.js'
+import { createTestDatabase, type TestDatabase } from '../helpers/databases.js'
+import { collect, wsClient } from '../helpers/ws-client.js'
+import { catalogDir } from '../helpers/catalog-dir.js'
+import { readFileSync } from 'node:fs'
+import path from 'node:path'
+
+const DIRECT_KEY = 'sk-direct-0123456789abcdef'
+const ENV_KEY = 'sk-env-fedcba9876543210'
+
+describe('the listening server', () => {
+  let database: TestDatabase
+  let app: App
+  let http: HttpServer
+  const logLines: string[] = []
+
+  beforeAll(async () => {
+    // the shipped catalog plus a profile with a direct key written in its file
+    const dir = catalogDir({
+      'backends.yaml': readFileSync(path.join(DEFAULT_CATALOG, 'backends.yaml'), 'utf8'),
+      'profiles.yaml': `${readFileSync(path.join(DEFAULT_CATALOG, 'profiles.yaml'), 'utf8')}
+  - id: keyed
+    backendId: openai
+    model: gpt-4o-mini
+    apiKey: ${DIRECT_KEY}
+    settings: { extra: { api_key: ${DIRECT_KEY} } }
+`,
+      'prompts.yaml': readFileSync(path.join(DEFAULT_CATALOG, 'prompts.yaml'), 'utf8'),
+    })
+    database = await createTestDatabase('sqlite')
+    const env: Record<string, string> = { OPENAI_API_KEY: ENV_KEY }
+    app = await createApp({ databaseUrl: database.url, catalogDir: dir }, (name) => env[name], createLogger('debug', (line) => logLines.push(line)))
+    http = await startHttpServer(app.yoga, '127.0.0.1', 0)
+  })
+  afterAll(async () => {
+    await http?.stop()
+    await app?.close()
+    await database?.drop()
+  })
+
+  it('answers GraphQL over graphql-ws on the same /graphql path', async () => {
+    const client = wsClient(http.url)
+    try {
+      const [result] = await collect(client, PreparePromptDocument, { input: { promptId: 'chat', variables: { input: 'over ws' } } })
+      expect(result!.data!.preparePrompt.messages.at(-1)).toEqual({ role: 'USER', content: 'over ws' })
+      const [failed] = await collect(client, PreparePromptDocument, { input: { promptId: 'nope' } })
+      expect(failed!.errors?.[0]?.extensions?.code).toBe('NOT_FOUND')
+    } finally {
+      await client.dispose()
+    }
+  })
+
+  it('serves GraphiQL to a browser and /healthz to a probe', async () => {
+    const page = await fetch(`${http.url}/graphql`, { headers: { accept: 'text/html' } })
+    expect(page.status).toBe(200)
+    expect(await page.text()).toContain('graphiql')
+    const health = await fetch(`${http.url}/healthz`)
+    expect(health.status).toBe(200)
+  })
+
+  it('never shows a key in a response or a log line', async () => {
+    const bodies: string[] = []
+    const post = async (query: string, variables: unknown) => {
+      const response = await fetch(`${http.url}/graphql`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ query, variables }),
+      })
+      bodies.push(await response.text())
+    }
+    const { print } = await import('graphql')
+    await post(print(ProfilesDocument), {})
+    await post(print(InspectProfileDocument), { id: 'keyed' })
+    await post(print(InspectProfileDocument), { id: 'openai-default' })
+    await post(print(PreparePromptDocument), { input: { promptId: 'chat', profileId: 'keyed', variables: { input: 'x' } } })
+    await post(print(PreparePromptDocument), { input: { promptId: 'chat', profileId: 'openai-default', variables: { input: 'x' } } })
+    const everything = [...bodies, ...logLines].join('\n')
+    expect(bodies.join('\n')).toContain('"source":"DIRECT"')
+    expect(bodies.join('\n')).toContain('"api_key":"***"')
+    expect(everything).not.toContain(DIRECT_KEY)
+    expect(everything).not.toContain(ENV_KEY)
+  })
+
+  it('stops cleanly with a client still connected', async () => {
+    const client = wsClient(http.url)
+    await collect(client, ProfilesDocument)
+    const stopping = http.stop()
+    await expect(stopping).resolves.toBeUndefined()
+    await client.dispose()
+  })
+})

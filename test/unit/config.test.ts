@@ -1,0 +1,34 @@
+import path from 'node:path'
+import { describe, expect, it } from 'vitest'
+import { ConfigError, loadConfig, PROJECT_ROOT } from '../../src/config.js'
+
+describe('config from the environment', () => {
+  it('has working defaults for a fresh machine', () => {
+    expect(loadConfig({})).toEqual({
+      host: '127.0.0.1',
+      port: 4000,
+      databaseUrl: 'file:./data/promptline.db',
+      redisUrl: null,
+      catalogDir: path.join(PROJECT_ROOT, 'catalog'),
+      apiKeys: null,
+      logLevel: 'info',
+    })
+  })
+
+  it('reads every variable and treats empty strings as unset', () => {
+    const config = loadConfig({ PORT: '8080', HOST: '0.0.0.0', DATABASE_URL: 'postgresql://u@h/db', REDIS_URL: 'redis://h:6379', LOG_LEVEL: 'debug', PROMPTLINE_CATALOG: '' })
+    expect(config).toMatchObject({ port: 8080, host: '0.0.0.0', databaseUrl: 'postgresql://u@h/db', redisUrl: 'redis://h:6379', logLevel: 'debug' })
+    expect(config.catalogDir).toBe(path.join(PROJECT_ROOT, 'catalog'))
+  })
+
+  it.each([
+    ['PORT', 'eighty'],
+    ['PORT', '70000'],
+    ['DATABASE_URL', 'mysql://h/db'],
+    ['REDIS_URL', 'http://h'],
+    ['LOG_LEVEL', 'loud'],
+  ])('names %s when its value %j is bad', (name, value) => {
+    expect(() => loadConfig({ [name]: value })).toThrow(ConfigError)
+    expect(() => loadConfig({ [name]: value })).toThrow(new RegExp(`^invalid environment variable ${name}: `))
+  })
+})
