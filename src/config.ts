@@ -1,12 +1,16 @@
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { z } from 'zod'
+import { DEFAULT_QUEUE_LIMITS, type QueueLimits } from './queue/limits.js'
+import { DEFAULT_COALESCER_OPTIONS, type CoalescerOptions } from './runner/token-coalescer.js'
 
 /** The repository root (two folders above this file, in src/ and in dist/). */
 export const PROJECT_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
 
 const LOG_LEVELS = ['debug', 'info', 'warn', 'error', 'silent'] as const
 export type LogLevel = (typeof LOG_LEVELS)[number]
+
+const count = (fallback: number, min = 1) => z.coerce.number().int().min(min).default(fallback)
 
 const configSchema = z.object({
   HOST: z.string().min(1).default('127.0.0.1'),
@@ -19,6 +23,14 @@ const configSchema = z.object({
   PROMPTLINE_CATALOG: z.string().min(1).default(path.join(PROJECT_ROOT, 'catalog')),
   PROMPTLINE_API_KEYS: z.string().optional(),
   LOG_LEVEL: z.enum(LOG_LEVELS).default('info'),
+  PROMPTLINE_MAX_OUTSTANDING_PER_SESSION: count(DEFAULT_QUEUE_LIMITS.maxOutstandingPerSession),
+  PROMPTLINE_MAX_OUTSTANDING_BYTES_PER_SESSION: count(DEFAULT_QUEUE_LIMITS.maxOutstandingBytesPerSession),
+  PROMPTLINE_MAX_PENDING_ADMISSIONS: count(DEFAULT_QUEUE_LIMITS.maxPendingAdmissions),
+  PROMPTLINE_MAX_PENDING_BYTES: count(DEFAULT_QUEUE_LIMITS.maxPendingBytes),
+  PROMPTLINE_RETAINED_TERMINAL_PER_SESSION: count(DEFAULT_QUEUE_LIMITS.retainedTerminalPerSession),
+  PROMPTLINE_TOKEN_COALESCE_MS: count(DEFAULT_COALESCER_OPTIONS.windowMs, 0),
+  PROMPTLINE_TOKEN_COALESCE_MAX: count(DEFAULT_COALESCER_OPTIONS.maxDeltas),
+  PROMPTLINE_SHUTDOWN_GRACE_MS: count(10_000, 0),
 })
 
 export interface Config {
@@ -29,6 +41,9 @@ export interface Config {
   catalogDir: string
   apiKeys: string | null
   logLevel: LogLevel
+  limits: QueueLimits
+  coalescer: CoalescerOptions
+  shutdownGraceMs: number
 }
 
 /** A bad environment variable; the message is one line that names it. */
@@ -53,5 +68,14 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     catalogDir: path.resolve(c.PROMPTLINE_CATALOG),
     apiKeys: c.PROMPTLINE_API_KEYS ?? null,
     logLevel: c.LOG_LEVEL,
+    limits: {
+      maxOutstandingPerSession: c.PROMPTLINE_MAX_OUTSTANDING_PER_SESSION,
+      maxOutstandingBytesPerSession: c.PROMPTLINE_MAX_OUTSTANDING_BYTES_PER_SESSION,
+      maxPendingAdmissions: c.PROMPTLINE_MAX_PENDING_ADMISSIONS,
+      maxPendingBytes: c.PROMPTLINE_MAX_PENDING_BYTES,
+      retainedTerminalPerSession: c.PROMPTLINE_RETAINED_TERMINAL_PER_SESSION,
+    },
+    coalescer: { windowMs: c.PROMPTLINE_TOKEN_COALESCE_MS, maxDeltas: c.PROMPTLINE_TOKEN_COALESCE_MAX },
+    shutdownGraceMs: c.PROMPTLINE_SHUTDOWN_GRACE_MS,
   }
 }

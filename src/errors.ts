@@ -69,6 +69,38 @@ export class RenderError extends PromptlineError {
   readonly code = 'RENDER'
 }
 
+export class CapacityError extends PromptlineError {
+  readonly code = 'CAPACITY'
+}
+
+export class QueueFullError extends PromptlineError {
+  readonly code = 'QUEUE_FULL'
+  constructor(message: string, readonly limit: string) {
+    super(message)
+  }
+}
+
+export class SessionBusyError extends PromptlineError {
+  readonly code = 'SESSION_BUSY'
+}
+
+export type SteerRejectionReason = 'DUPLICATE' | 'NOT_RUNNING'
+
+export class SteerRejectedError extends PromptlineError {
+  readonly code = 'STEER_REJECTED'
+  constructor(message: string, readonly reason: SteerRejectionReason) {
+    super(message)
+  }
+}
+
+export class GenerationError extends PromptlineError {
+  readonly code = 'GENERATION'
+}
+
+export class CancelledError extends PromptlineError {
+  readonly code = 'CANCELLED'
+}
+
 export class InternalError extends PromptlineError {
   readonly code = 'INTERNAL'
 }

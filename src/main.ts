@@ -17,7 +17,11 @@ async function main(): Promise<void> {
     throw err
   }
   const logger = createLogger(config.logLevel)
-  const app = await createApp(config, (name) => process.env[name], logger).catch((err: unknown) => {
+  const app = await createApp(
+    { databaseUrl: config.databaseUrl, catalogDir: config.catalogDir, limits: config.limits, coalescer: config.coalescer, shutdownGraceMs: config.shutdownGraceMs },
+    (name) => process.env[name],
+    logger,
+  ).catch((err: unknown) => {
     if (err instanceof CatalogFileError) {
       process.stderr.write(`promptline: ${err.message}\n`)
       process.exit(1)

@@ -17,7 +17,10 @@ import { renderTemplates } from './template.js'
 /** What a caller asks to run (or to prepare, for a dry run). Unvalidated: `resolve` checks it. */
 export interface PrepareRequest {
   tenantId: string
-  promptId: string
+  /** A catalog prompt; without one, `input` is sent as a plain user message. */
+  promptId?: string | null
+  /** The user's text: the plain message, or the prompt's `input` variable when it has none. */
+  input?: string | null
   profileId?: string | null
   variables?: unknown
   overrides?: unknown
@@ -73,7 +76,9 @@ export function profileTarget(
 export interface Resolution extends ProfileTarget {
   tenantId: string
   sessionId: string | null
-  prompt: Prompt
+  /** Null for a plain `input` message. */
+  prompt: Prompt | null
+  input: string | null
   profile: Profile
   backend: Backend
   output: OutputContract
@@ -83,6 +88,8 @@ export interface Resolution extends ProfileTarget {
 /** The whole request as a model would receive it. */
 export interface PreparedPrompt extends Resolution {
   messages: ChatMessage[]
+  /** What this prompt adds to the conversation: its rendered messages after the system ones. */
+  turn: ChatMessage[]
   renderedHash: string
 }
 
@@ -105,31 +112,36 @@ export class PromptPreparer {
   async resolve(request: PrepareRequest): Promise<Resolution> {
     const { tenantId } = request
     // 1. validate the request
-    const promptId = parseInput(idSchema, request.promptId, 'promptId')
+    const promptId = request.promptId == null ? null : parseInput(idSchema, request.promptId, 'promptId')
+    const input = request.input ?? null
+    if (promptId === null && input === null) throw InvalidRequestError.at('promptId', 'give a promptId or an input text')
     const requestProfileId = request.profileId == null ? null : parseInput(idSchema, request.profileId, 'profileId')
     const sessionId = request.sessionId == null ? null : parseInput(idSchema, request.sessionId, 'sessionId')
     const requestEnv = request.credentialEnv == null ? null : parseInput(envNameSchema, request.credentialEnv, 'credentialEnv')
     const overrides = request.overrides == null ? null : parseInput(settingsLayerSchema, request.overrides, 'overrides')
-    const variables = request.variables ?? {}
-    if (typeof variables !== 'object' || Array.isArray(variables)) {
+    const given = request.variables ?? {}
+    if (typeof given !== 'object' || Array.isArray(given)) {
       throw InvalidRequestError.at('variables', 'must be a JSON object of variable values')
     }
+    const variables: Record<string, unknown> = input !== null && !Object.hasOwn(given, 'input') ? { ...given, input } : { ...given }
     const session = sessionId === null ? null : await this.sessions.find(tenantId, sessionId)
     if (sessionId !== null && !session) throw new NotFoundError('session', sessionId)
 
     // 2. the prompt definition
-    const prompt = await this.catalog.getPrompt(tenantId, promptId)
-    if (!prompt) throw new NotFoundError('prompt', promptId)
+    const prompt = promptId === null ? null : await this.catalog.getPrompt(tenantId, promptId)
+    if (promptId !== null && !prompt) throw new NotFoundError('prompt', promptId)
 
     // 3. the profile: the request's, else the prompt's default, else the session's
-    const profileId = requestProfileId ?? prompt.definition.defaultProfileId ?? session?.defaultProfileId ?? null
+    const profileId = requestProfileId ?? prompt?.definition.defaultProfileId ?? session?.defaultProfileId ?? null
     if (profileId === null) {
-      throw new ProfileRequiredError(`prompt '${promptId}' has no default profile: pass profileId`)
+      throw new ProfileRequiredError(
+        prompt ? `prompt '${prompt.id}' has no default profile: pass profileId` : 'a plain input needs a profileId (or a session default profile)',
+      )
     }
     const profile = await this.catalog.getProfile(tenantId, profileId)
     if (!profile) {
       if (requestProfileId !== null) throw new NotFoundError('profile', profileId)
-      throw new ProfileLoadError(`default profile '${profileId}' of prompt '${promptId}' does not exist`)
+      throw new ProfileLoadError(`default profile '${profileId}' of ${prompt ? `prompt '${prompt.id}'` : `session '${sessionId}'`} does not exist`)
     }
 
     // 4. the backend
@@ -152,30 +164,36 @@ export class PromptPreparer {
       tenantId,
       sessionId,
       prompt,
+      input,
       profile,
       backend,
       ...target,
-      output: prompt.definition.output,
-      variables: variables as Record<string, unknown>,
+      output: prompt?.definition.output ?? { kind: 'TEXT', schema: null },
+      variables,
     }
   }
 
   async complete(resolution: Resolution): Promise<PreparedPrompt> {
     const { prompt, output } = resolution
-    if (output.kind === 'JSON_SCHEMA' && output.schema) {
+    if (prompt && output.kind === 'JSON_SCHEMA' && output.schema) {
       const { error } = compileOutputSchema(output.schema)
       if (error !== undefined) throw new PromptLoadError(`output schema of prompt '${prompt.id}' does not compile: ${error}`)
     }
-    const templates = prompt.definition.messages
-    const contents = renderTemplates(templates.map((m) => m.content), resolution.variables)
-    const rendered: ChatMessage[] = templates.map((m, i) => ({ role: m.role, content: contents[i]! }))
+    // a plain input is sent as it is: it is the user's text, not a template
+    let rendered: ChatMessage[] = [{ role: 'user', content: resolution.input ?? '' }]
+    if (prompt) {
+      const templates = prompt.definition.messages
+      const contents = renderTemplates(templates.map((m) => m.content), resolution.variables)
+      rendered = templates.map((m, i) => ({ role: m.role, content: contents[i]! }))
+    }
     const history: ChatMessage[] =
       resolution.sessionId === null
         ? []
         : (await this.sessions.messages(resolution.tenantId, resolution.sessionId)).map((m) => ({ role: m.role as Role, content: m.content }))
     const leadingSystem = rendered.findIndex((m) => m.role !== 'system')
     const split = leadingSystem < 0 ? rendered.length : leadingSystem
-    const messages = [...rendered.slice(0, split), ...history, ...rendered.slice(split)]
-    return { ...resolution, messages, renderedHash: hashValue(messages) }
+    const turn = rendered.slice(split)
+    const messages = [...rendered.slice(0, split), ...history, ...turn]
+    return { ...resolution, messages, turn, renderedHash: hashValue(messages) }
   }
 }

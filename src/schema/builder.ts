@@ -11,7 +11,7 @@ export const builder = new SchemaBuilder<{
   DefaultFieldNullability: false
   Scalars: {
     JSON: { Input: unknown; Output: unknown }
-    DateTime: { Input: Date; Output: Date }
+    DateTime: { Input: Date; Output: Date | string }
   }
 }>({
   plugins: [ErrorsPlugin, RelayPlugin],

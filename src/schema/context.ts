@@ -1,10 +1,12 @@
 import type { CatalogService } from '../services/catalog-service.js'
 import type { RunService } from '../services/run-service.js'
+import type { SessionService } from '../services/session-service.js'
 
 /** The services a resolver may call; built once per server and shared by HTTP and WebSocket. */
 export interface Services {
   catalog: CatalogService
   runs: RunService
+  sessions: SessionService
 }
 
 /** The one context type, for every request on every transport. */

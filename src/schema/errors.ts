@@ -1,5 +1,19 @@
 import { GraphQLError } from 'graphql'
-import { ERROR_CODES, InvalidRequestError, NotFoundError, PromptlineError, type ErrorCode } from '../errors.js'
+import {
+  CredentialsError,
+  ERROR_CODES,
+  InvalidRequestError,
+  NotFoundError,
+  ProfileLoadError,
+  ProfileRequiredError,
+  PromptLoadError,
+  PromptlineError,
+  QueueFullError,
+  RenderError,
+  SessionBusyError,
+  SteerRejectedError,
+  type ErrorCode,
+} from '../errors.js'
 import { builder } from './builder.js'
 
 export const ErrorCodeEnum = builder.enumType('ErrorCode', {
@@ -33,6 +47,45 @@ builder.objectType(NotFoundError, {
     id: t.exposeString('id', { description: 'The id that was not found.' }),
   }),
 })
+
+builder.objectType(QueueFullError, {
+  name: 'QueueFullError',
+  description: 'An admission limit was reached; nothing was queued.',
+  interfaces: [ErrorInterface],
+  fields: (t) => ({ limit: t.exposeString('limit', { description: 'The limit that was reached, e.g. maxOutstandingPerSession.' }) }),
+})
+
+builder.objectType(SessionBusyError, {
+  name: 'SessionBusyError',
+  description: 'The session has a prompt running or queued and whenBusy was REJECT; nothing was queued.',
+  interfaces: [ErrorInterface],
+})
+
+const SteerRejectionReasonEnum = builder.enumType('SteerRejectionReason', {
+  values: {
+    DUPLICATE: { description: 'This steerId was already accepted for the run.' },
+    NOT_RUNNING: { description: 'The entry is not running (queued, finished, or finishing).' },
+  },
+})
+
+builder.objectType(SteerRejectedError, {
+  name: 'SteerRejectedError',
+  description: 'The steer was not accepted.',
+  interfaces: [ErrorInterface],
+  fields: (t) => ({ reason: t.field({ type: SteerRejectionReasonEnum, resolve: (e) => e.reason }) }),
+})
+
+/** Errors of the resolution phase, returned at admission so a bad prompt is refused at once. */
+export const PREPARATION_ERRORS = [ProfileRequiredError, CredentialsError, RenderError, PromptLoadError, ProfileLoadError]
+for (const [ErrorClass, description] of [
+  [ProfileRequiredError, 'No profile was given and the prompt (or session) has no default one.'],
+  [CredentialsError, 'The profile has no credentials; the message names the variable to set.'],
+  [RenderError, 'A template could not be rendered, e.g. a variable is missing.'],
+  [PromptLoadError, 'A stored prompt definition could not be loaded.'],
+  [ProfileLoadError, 'A profile or its backend could not be loaded.'],
+] as const) {
+  builder.objectType(ErrorClass, { name: ErrorClass.name, description, interfaces: [ErrorInterface] })
+}
 
 /**
  * Yoga's `maskError`: a domain error keeps its message and gets its code in

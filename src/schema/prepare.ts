@@ -6,7 +6,8 @@ import { SettingsOverrideInput, settingsJson } from './settings.js'
 
 const PreparePromptInput = builder.inputType('PreparePromptInput', {
   fields: (t) => ({
-    promptId: t.id({ required: true }),
+    promptId: t.id({ description: 'A catalog prompt; without one, input is sent as a plain user message.' }),
+    input: t.string({ description: "The user's text: the plain message, or the prompt's input variable." }),
     profileId: t.id({ description: "Overrides the prompt's default profile." }),
     variables: t.field({ type: 'JSON', description: 'A JSON object with the template variables.' }),
     overrides: t.field({ type: SettingsOverrideInput, description: 'The request settings layer, on top of backend and profile.' }),
@@ -19,9 +20,9 @@ const PreparedPromptRef = builder.objectRef<PreparedPrompt>('PreparedPrompt').im
   description: 'A prompt resolved and rendered exactly as a run would send it; no model was called.',
   fields: (t) => ({
     messages: t.field({ type: [ChatMessageRef], resolve: (p) => p.messages }),
-    promptId: t.id({ resolve: (p) => p.prompt.id }),
-    promptVersion: t.int({ resolve: (p) => p.prompt.version }),
-    definitionHash: t.string({ resolve: (p) => p.prompt.definitionHash }),
+    promptId: t.id({ nullable: true, description: 'Null for a plain input message.', resolve: (p) => p.prompt?.id ?? null }),
+    promptVersion: t.int({ nullable: true, resolve: (p) => p.prompt?.version ?? null }),
+    definitionHash: t.string({ nullable: true, description: 'sha256 of the canonical prompt definition.', resolve: (p) => p.prompt?.definitionHash ?? null }),
     renderedHash: t.exposeString('renderedHash', { description: 'sha256 of the canonical rendered messages.' }),
     profileId: t.id({ resolve: (p) => p.profile.id }),
     backendId: t.id({ resolve: (p) => p.backend.id }),
@@ -41,7 +42,8 @@ builder.queryField('preparePrompt', (t) =>
     resolve: (_root, { input }, ctx) =>
       ctx.services.runs.prepare({
         tenantId: ctx.tenantId,
-        promptId: String(input.promptId),
+        promptId: input.promptId == null ? null : String(input.promptId),
+        input: input.input,
         profileId: input.profileId == null ? null : String(input.profileId),
         variables: input.variables,
         overrides: input.overrides,

@@ -1,7 +1,8 @@
 import type { Prompt } from '../catalog/catalog.js'
 import { OUTPUT_KINDS, type OutputContract, type Role } from '../catalog/definitions.js'
-import { InvalidRequestError, NotFoundError } from '../errors.js'
+import { NotFoundError } from '../errors.js'
 import { builder } from './builder.js'
+import { encodeCursor, forwardPage, PAGE_DEFAULT, PAGE_MAX, toConnection } from './paging.js'
 
 export const DefinitionSourceEnum = builder.enumType('DefinitionSource', {
   description: 'Where a definition comes from.',
@@ -69,35 +70,16 @@ const PromptInspectionRef = builder.objectRef<Prompt>('PromptInspection').implem
   }),
 })
 
-const PAGE_DEFAULT = 50
-const PAGE_MAX = 200
-const toCursor = (id: string) => Buffer.from(`prompt:${id}`).toString('base64url')
-function fromCursor(cursor: string): string {
-  const decoded = Buffer.from(cursor, 'base64url').toString()
-  if (!decoded.startsWith('prompt:')) throw InvalidRequestError.at('after', 'not a cursor from this connection')
-  return decoded.slice('prompt:'.length)
-}
+const promptCursor = (p: Prompt) => encodeCursor('prompt', p.id)
 
 builder.queryFields((t) => ({
   prompts: t.connection({
     type: PromptRef,
     description: `Prompts visible to the caller, by id. Forward paging only: first (default ${PAGE_DEFAULT}, at most ${PAGE_MAX}) and after.`,
     resolve: async (_root, args, ctx) => {
-      if (args.last != null || args.before != null) throw InvalidRequestError.at('last', 'only forward paging (first/after) is supported')
-      const first = args.first ?? PAGE_DEFAULT
-      if (first < 0 || first > PAGE_MAX) throw InvalidRequestError.at('first', `must be between 0 and ${PAGE_MAX}`)
-      const after = args.after ? fromCursor(args.after) : null
-      const page = await ctx.services.catalog.listPrompts(ctx.tenantId, after, first)
-      const edges = page.prompts.map((node) => ({ node, cursor: toCursor(node.id) }))
-      return {
-        edges,
-        pageInfo: {
-          hasNextPage: page.hasNextPage,
-          hasPreviousPage: after !== null,
-          startCursor: edges[0]?.cursor ?? null,
-          endCursor: edges.at(-1)?.cursor ?? null,
-        },
-      }
+      const { first, after } = forwardPage(args, 'prompt', 1)
+      const prompts = await ctx.services.catalog.listPrompts(ctx.tenantId, after?.[0] ?? null, first + 1)
+      return toConnection(prompts, first, after !== null, promptCursor)
     },
   }),
   prompt: t.field({

@@ -6,5 +6,9 @@ import './prompt.js'
 import './backend.js'
 import './profile.js'
 import './prepare.js'
+import './run.js'
+import './queue-entry.js'
+import './session.js'
+import './events.js'
 
 export const schema = builder.toSchema({ sortSchema: true })

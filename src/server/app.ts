@@ -1,12 +1,22 @@
-import { Catalog } from '../catalog/catalog.js'
+import { Catalog, type Backend } from '../catalog/catalog.js'
+import type { BackendKind } from '../catalog/definitions.js'
 import { loadCatalogFiles } from '../catalog/files.js'
-import type { Config } from '../config.js'
+import { GenerationError } from '../errors.js'
+import { SessionEventBus, DEFAULT_EVENT_BUS_OPTIONS, type EventBusOptions } from '../events/event-bus.js'
 import type { Logger } from '../logger.js'
+import { FakeModelClient } from '../providers/fake-client.js'
+import type { ModelClient } from '../providers/model-client.js'
+import { DEFAULT_QUEUE_LIMITS, type QueueLimits } from '../queue/limits.js'
+import { PromptQueue } from '../queue/prompt-queue.js'
 import type { SecretLookup } from '../runner/credentials.js'
 import { PromptPreparer } from '../runner/prepare.js'
+import { RunExecutor } from '../runner/run-executor.js'
+import { DEFAULT_COALESCER_OPTIONS, type CoalescerOptions } from '../runner/token-coalescer.js'
 import { schema } from '../schema/schema.js'
 import { CatalogService } from '../services/catalog-service.js'
 import { RunService } from '../services/run-service.js'
+import { SessionService } from '../services/session-service.js'
+import { SaveQueue } from '../store/save-queue.js'
 import { openStore, type Store } from '../store/store.js'
 import { createPromptlineYoga, type PromptlineYoga } from './yoga.js'
 
@@ -14,21 +24,86 @@ import { createPromptlineYoga, type PromptlineYoga } from './yoga.js'
 export interface App {
   yoga: PromptlineYoga
   store: Store
+  queue: PromptQueue
+  /** Waits until every write queued so far has landed (for tests and shutdown). */
+  flush(): Promise<void>
+  /** Stops admitting, lets running prompts finish for `shutdownGraceMs`, writes everything, closes the database. */
   close(): Promise<void>
 }
 
-export type AppConfig = Pick<Config, 'databaseUrl' | 'catalogDir'>
+export interface AppOptions {
+  databaseUrl: string
+  catalogDir: string
+  limits?: Partial<QueueLimits>
+  coalescer?: CoalescerOptions
+  events?: Partial<EventBusOptions>
+  heartbeatMs?: number
+  shutdownGraceMs?: number
+  /** Model clients by backend kind; the fake one is built in. */
+  clients?: Partial<Record<BackendKind, ModelClient>>
+}
 
-/** Loads the catalog, opens and migrates the database, and wires services into yoga. */
-export async function createApp(config: AppConfig, secrets: SecretLookup, logger: Logger): Promise<App> {
-  const files = loadCatalogFiles(config.catalogDir)
-  const store = await openStore(config.databaseUrl)
+/** Loads the catalog, opens and migrates the database, wires services into yoga, and resumes the queues. */
+export async function createApp(options: AppOptions, secrets: SecretLookup, logger: Logger): Promise<App> {
+  const files = loadCatalogFiles(options.catalogDir)
+  const store = await openStore(options.databaseUrl)
   try {
     const catalog = await Catalog.open(store, files)
     const preparer = new PromptPreparer(catalog, store.sessions, secrets)
-    const services = { catalog: new CatalogService(catalog, secrets), runs: new RunService(preparer) }
+    const saves = new SaveQueue((key, error) => logger.error('a record write failed', { key, error: (error as Error).message }))
+    const bus = new SessionEventBus(store.events, store.sessions, logger, { ...DEFAULT_EVENT_BUS_OPTIONS, ...options.events })
+    const clients: Partial<Record<BackendKind, ModelClient>> = { FAKE: new FakeModelClient(), ...options.clients }
+    const clientFor = (backend: Backend): ModelClient => {
+      const client = clients[backend.kind]
+      if (!client) throw new GenerationError(`backend '${backend.id}' of kind ${backend.kind} is not supported by this server yet`)
+      return client
+    }
+    const executor = new RunExecutor({
+      preparer,
+      clientFor,
+      bus,
+      runs: store.runs,
+      saves,
+      logger,
+      coalescer: options.coalescer ?? DEFAULT_COALESCER_OPTIONS,
+      heartbeatMs: options.heartbeatMs ?? 5_000,
+    })
+    const queue = new PromptQueue({
+      executor,
+      bus,
+      entries: store.entries,
+      runs: store.runs,
+      sessions: store.sessions,
+      saves,
+      limits: { ...DEFAULT_QUEUE_LIMITS, ...options.limits },
+      logger,
+    })
+    const sessions = new SessionService(store, catalog, queue)
+    const services = {
+      catalog: new CatalogService(catalog, secrets),
+      sessions,
+      runs: new RunService(store, preparer, queue, bus, sessions),
+    }
     const yoga = createPromptlineYoga({ schema, services, ping: () => store.ping(), logger })
-    return { yoga, store, close: () => store.close() }
+    await queue.recover()
+    const flush = async () => {
+      await saves.flush()
+      await bus.flush()
+    }
+    let closing: Promise<void> | null = null
+    return {
+      yoga,
+      store,
+      queue,
+      flush,
+      close: () =>
+        (closing ??= (async () => {
+          await queue.close(options.shutdownGraceMs ?? 10_000)
+          await flush()
+          await bus.close()
+          await store.close()
+        })()),
+    }
   } catch (err) {
     await store.close()
     throw err

@@ -4,11 +4,6 @@ import { InvalidRequestError, NotFoundError } from '../errors.js'
 import type { SecretLookup } from '../runner/credentials.js'
 import { profileTarget, type ProfileTarget } from '../runner/prepare.js'
 
-export interface PromptPage {
-  prompts: Prompt[]
-  hasNextPage: boolean
-}
-
 export interface ProfileInspection extends ProfileTarget {
   profile: Profile
   backend: Backend
@@ -24,9 +19,8 @@ export class CatalogService {
     private readonly secrets: SecretLookup,
   ) {}
 
-  async listPrompts(tenantId: string, afterId: string | null, first: number): Promise<PromptPage> {
-    const prompts = await this.catalog.listPrompts(tenantId, afterId, first + 1)
-    return { prompts: prompts.slice(0, first), hasNextPage: prompts.length > first }
+  listPrompts(tenantId: string, afterId: string | null, limit: number): Promise<Prompt[]> {
+    return this.catalog.listPrompts(tenantId, afterId, limit)
   }
 
   async getPrompt(tenantId: string, id: string): Promise<Prompt | null> {

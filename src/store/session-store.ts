@@ -1,52 +1,115 @@
+import type { Prisma } from '@db/client'
 import type { Db } from './database.js'
+import type { MessageRecord, SessionRecord } from './records.js'
 
-export interface SessionRow {
-  tenantId: string
+const sessionSelect = {
+  tenantId: true,
+  id: true,
+  title: true,
+  defaultProfileId: true,
+  metadata: true,
+  createdAt: true,
+  updatedAt: true,
+} satisfies Prisma.SessionSelect
+
+type SessionRow = Prisma.SessionGetPayload<{ select: typeof sessionSelect }>
+const toSession = (row: SessionRow): SessionRecord => ({
+  ...row,
+  createdAt: row.createdAt.toISOString(),
+  updatedAt: row.updatedAt.toISOString(),
+})
+
+const messageSelect = {
+  id: true,
+  sessionId: true,
+  position: true,
+  role: true,
+  content: true,
+  runId: true,
+  interrupted: true,
+  createdAt: true,
+} satisfies Prisma.MessageSelect
+
+/** Where a page of sessions starts: after this (createdAt, id), newest first. */
+export interface SessionCursor {
+  createdAt: string
   id: string
-  title: string | null
-  defaultProfileId: string | null
-  createdAt: Date
-}
-
-export interface MessageRow {
-  role: string
-  content: string
 }
 
 /** Sessions and their conversation history. */
 export class SessionStore {
   constructor(private readonly db: Db) {}
 
-  find(tenantId: string, id: string): Promise<SessionRow | null> {
-    return this.db.session.findUnique({
-      where: { tenantId_id: { tenantId, id } },
-      select: { tenantId: true, id: true, title: true, defaultProfileId: true, createdAt: true },
-    })
+  async find(tenantId: string, id: string): Promise<SessionRecord | null> {
+    const row = await this.db.session.findUnique({ where: { tenantId_id: { tenantId, id } }, select: sessionSelect })
+    return row && toSession(row)
   }
 
-  create(input: { tenantId: string; id: string; title?: string | null; defaultProfileId?: string | null }): Promise<SessionRow> {
-    return this.db.session.create({
-      data: { tenantId: input.tenantId, id: input.id, title: input.title ?? null, defaultProfileId: input.defaultProfileId ?? null },
-      select: { tenantId: true, id: true, title: true, defaultProfileId: true, createdAt: true },
+  async create(input: { tenantId: string; id: string; title: string | null; defaultProfileId: string | null; metadata: unknown }): Promise<SessionRecord> {
+    const row = await this.db.session.create({
+      data: {
+        tenantId: input.tenantId,
+        id: input.id,
+        title: input.title,
+        defaultProfileId: input.defaultProfileId,
+        metadata: (input.metadata ?? undefined) as Prisma.InputJsonValue | undefined,
+      },
+      select: sessionSelect,
     })
+    return toSession(row)
+  }
+
+  /** Newest first. */
+  async list(tenantId: string, after: SessionCursor | null, take: number): Promise<SessionRecord[]> {
+    const rows = await this.db.session.findMany({
+      where: {
+        tenantId,
+        ...(after && {
+          OR: [{ createdAt: { lt: new Date(after.createdAt) } }, { createdAt: new Date(after.createdAt), id: { lt: after.id } }],
+        }),
+      },
+      orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],
+      take,
+      select: sessionSelect,
+    })
+    return rows.map(toSession)
+  }
+
+  /** Deletes the session with its messages and queue entries; runs and events stay as records. */
+  async delete(tenantId: string, id: string): Promise<boolean> {
+    const { count } = await this.db.session.deleteMany({ where: { tenantId, id } })
+    return count > 0
   }
 
   /** The conversation so far, oldest first. */
-  messages(tenantId: string, sessionId: string): Promise<MessageRow[]> {
-    return this.db.message.findMany({
-      where: { tenantId, sessionId },
-      orderBy: { position: 'asc' },
-      select: { role: true, content: true },
+  async messages(tenantId: string, sessionId: string): Promise<MessageRecord[]> {
+    const rows = await this.db.message.findMany({ where: { tenantId, sessionId }, orderBy: { position: 'asc' }, select: messageSelect })
+    return rows.map((m) => ({ ...m, role: m.role as MessageRecord['role'], createdAt: m.createdAt.toISOString() }))
+  }
+
+  /** Appends messages after the last one, in one transaction. */
+  async appendMessages(
+    tenantId: string,
+    sessionId: string,
+    messages: { role: MessageRecord['role']; content: string; runId: string | null; interrupted: boolean }[],
+  ): Promise<MessageRecord[]> {
+    if (messages.length === 0) return []
+    return this.db.$transaction(async (tx) => {
+      const last = await tx.message.findFirst({ where: { tenantId, sessionId }, orderBy: { position: 'desc' }, select: { position: true } })
+      const createdAt = new Date()
+      const rows = messages.map((m, i) => ({ id: crypto.randomUUID(), tenantId, sessionId, position: (last?.position ?? 0) + i + 1, createdAt, ...m }))
+      await tx.message.createMany({ data: rows })
+      return rows.map(({ tenantId: _t, ...m }) => ({ ...m, createdAt: createdAt.toISOString() }))
     })
   }
 
-  async appendMessages(tenantId: string, sessionId: string, messages: MessageRow[]): Promise<void> {
-    await this.db.$transaction(async (tx) => {
-      const last = await tx.message.findFirst({ where: { tenantId, sessionId }, orderBy: { position: 'desc' }, select: { position: true } })
-      let position = last?.position ?? 0
-      await tx.message.createMany({
-        data: messages.map((m) => ({ id: crypto.randomUUID(), tenantId, sessionId, position: ++position, role: m.role, content: m.content })),
-      })
-    })
+  async sequenceCeiling(tenantId: string, id: string): Promise<number> {
+    const row = await this.db.session.findUnique({ where: { tenantId_id: { tenantId, id } }, select: { sequenceCeiling: true } })
+    return row?.sequenceCeiling ?? 0
+  }
+
+  /** Raises (never lowers) the reserved sequence ceiling. */
+  async raiseSequenceCeiling(tenantId: string, id: string, ceiling: number): Promise<void> {
+    await this.db.session.updateMany({ where: { tenantId, id, sequenceCeiling: { lt: ceiling } }, data: { sequenceCeiling: ceiling } })
   }
 }

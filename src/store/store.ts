@@ -1,7 +1,10 @@
 import { openDatabase, type Database } from './database.js'
 import { migrate } from './migrator.js'
+import { EventStore } from './event-store.js'
 import { ProfileStore } from './profile-store.js'
 import { PromptStore } from './prompt-store.js'
+import { QueueStore } from './queue-store.js'
+import { RunStore } from './run-store.js'
 import { SessionStore } from './session-store.js'
 
 /** The repositories over one database. It owns the connection: `close()` releases it. */
@@ -9,11 +12,17 @@ export class Store {
   readonly prompts: PromptStore
   readonly profiles: ProfileStore
   readonly sessions: SessionStore
+  readonly entries: QueueStore
+  readonly runs: RunStore
+  readonly events: EventStore
 
   constructor(private readonly database: Database) {
     this.prompts = new PromptStore(database.db)
     this.profiles = new ProfileStore(database.db)
     this.sessions = new SessionStore(database.db)
+    this.entries = new QueueStore(database.db)
+    this.runs = new RunStore(database.db)
+    this.events = new EventStore(database.db)
   }
 
   get provider() {

@@ -1,0 +1,228 @@
+import { FixedBuffer, Repeater } from '@repeaterjs/repeater'
+import type { Logger } from '../logger.js'
+import type { EventStore } from '../store/event-store.js'
+import type { SessionStore } from '../store/session-store.js'
+import type { SessionEvent, SessionEventData } from './events.js'
+
+type Listener = (event: SessionEvent) => void
+
+/** Typed topics: every event goes to its session's topic, and to its run's when it has one. */
+export const sessionTopic = (tenantId: string, sessionId: string) => `session:${tenantId}/${sessionId}`
+export const runTopic = (runId: string) => `run:${runId}`
+
+interface Stream {
+  next: number
+  ceiling: number
+  raising: boolean
+  /** Published but not yet written, in sequence order. */
+  unwritten: SessionEvent[]
+}
+
+export interface EventBusOptions {
+  /** How long published events may wait before they are written (ms). */
+  flushIntervalMs: number
+  /** Most events written in one statement. */
+  batchSize: number
+  /** Sequence numbers reserved ahead in the session row, so a crash never reuses one. */
+  sequenceBlock: number
+  /** Most events buffered for one slow subscriber before it is cut off (it can resume). */
+  subscriberBuffer: number
+}
+
+export const DEFAULT_EVENT_BUS_OPTIONS: EventBusOptions = { flushIntervalMs: 25, batchSize: 500, sequenceBlock: 1000, subscriberBuffer: 10_000 }
+
+/** A subscriber fell too far behind; it may resubscribe with the last sequence it saw. */
+export class SubscriberTooSlowError extends Error {
+  override name = 'SubscriberTooSlowError'
+}
+
+/**
+ * The event bus of session streams. `publish` is synchronous and never touches the database:
+ * it numbers the event, hands it to live subscribers, and queues it for the batched writer.
+ * `subscribe` replays what was persisted (and what is still waiting to be written) after a
+ * sequence, then continues live, with no gap and no duplicate.
+ */
+export class SessionEventBus {
+  private readonly streams = new Map<string, Stream>()
+  private readonly listeners = new Map<string, Set<Listener>>()
+  private readonly writeQueue: SessionEvent[] = []
+  private flushTimer: NodeJS.Timeout | null = null
+  private writing: Promise<void> | null = null
+
+  constructor(
+    private readonly events: EventStore,
+    private readonly sessions: SessionStore,
+    private readonly logger: Logger,
+    private readonly options: EventBusOptions = DEFAULT_EVENT_BUS_OPTIONS,
+  ) {}
+
+  /**
+   * Loads where a session's numbering resumes (above anything reserved before, so above any
+   * event a crashed process may have published) and reserves a block. Idempotent; must have
+   * resolved before the session's first `publish`.
+   */
+  async open(tenantId: string, sessionId: string): Promise<void> {
+    const key = sessionTopic(tenantId, sessionId)
+    if (this.streams.has(key)) return
+    const [ceiling, persisted] = await Promise.all([this.sessions.sequenceCeiling(tenantId, sessionId), this.events.maxSequence(tenantId, sessionId)])
+    if (this.streams.has(key)) return
+    const next = Math.max(ceiling, persisted) + 1
+    const reserved = next + this.options.sequenceBlock - 1
+    await this.sessions.raiseSequenceCeiling(tenantId, sessionId, reserved)
+    if (!this.streams.has(key)) this.streams.set(key, { next, ceiling: reserved, raising: false, unwritten: [] })
+  }
+
+  /** Forgets a deleted session's stream. */
+  forget(tenantId: string, sessionId: string): void {
+    this.streams.delete(sessionTopic(tenantId, sessionId))
+  }
+
+  publish(tenantId: string, sessionId: string, runId: string | null, data: SessionEventData): SessionEvent {
+    const key = sessionTopic(tenantId, sessionId)
+    const stream = this.streams.get(key)
+    if (!stream) throw new Error(`event stream of session ${sessionId} was not opened`)
+    const event = { ...data, tenantId, sessionId, runId, sequence: stream.next++, at: new Date().toISOString() } as SessionEvent
+    if (stream.next > stream.ceiling - this.options.sequenceBlock / 2) this.raiseCeiling(tenantId, sessionId, stream)
+    stream.unwritten.push(event)
+    this.writeQueue.push(event)
+    this.flushTimer ??= setTimeout(() => void this.flush(), this.options.flushIntervalMs)
+    this.notify(key, event)
+    if (runId !== null) this.notify(runTopic(runId), event)
+    return event
+  }
+
+  private notify(topic: string, event: SessionEvent): void {
+    const listeners = this.listeners.get(topic)
+    if (listeners) for (const listener of listeners) listener(event)
+  }
+
+  private raiseCeiling(tenantId: string, sessionId: string, stream: Stream): void {
+    if (stream.raising) return
+    stream.raising = true
+    const target = stream.ceiling + this.options.sequenceBlock
+    this.sessions.raiseSequenceCeiling(tenantId, sessionId, target).then(
+      () => {
+        stream.ceiling = target
+        stream.raising = false
+      },
+      (error: unknown) => {
+        stream.raising = false
+        this.logger.error('could not reserve event sequences', { sessionId, error: (error as Error).message })
+      },
+    )
+  }
+
+  /** Writes every event published so far. */
+  async flush(): Promise<void> {
+    if (this.flushTimer) clearTimeout(this.flushTimer)
+    this.flushTimer = null
+    // one writer at a time keeps each session's rows in sequence order
+    while (this.writing) await this.writing
+    while (this.writeQueue.length > 0) {
+      const batch = this.writeQueue.slice(0, this.options.batchSize)
+      this.writing = this.events.append(batch).then(
+        () => {
+          this.writeQueue.splice(0, batch.length)
+          for (const event of batch) {
+            const stream = this.streams.get(sessionTopic(event.tenantId, event.sessionId))
+            if (stream?.unwritten[0] === event) stream.unwritten.shift()
+          }
+        },
+        (error: unknown) => {
+          this.logger.error('could not write events; will retry', { count: batch.length, error: (error as Error).message })
+          throw error
+        },
+      )
+      try {
+        await this.writing
+      } catch {
+        this.flushTimer ??= setTimeout(() => void this.flush(), 1000)
+        return
+      } finally {
+        this.writing = null
+      }
+    }
+  }
+
+  /** Stops the writer timer after writing everything. */
+  async close(): Promise<void> {
+    await this.flush()
+    if (this.flushTimer) clearTimeout(this.flushTimer)
+    this.flushTimer = null
+  }
+
+  private listen(topic: string, listener: Listener): () => void {
+    let set = this.listeners.get(topic)
+    if (!set) this.listeners.set(topic, (set = new Set()))
+    set.add(listener)
+    return () => {
+      set.delete(listener)
+      if (set.size === 0) this.listeners.delete(topic)
+    }
+  }
+
+  /**
+   * The events of a session (or of one run of it) after `afterSequence`: first what is already
+   * stored or waiting to be written, then live. `until` ends the stream after a matching event.
+   */
+  subscribe(options: {
+    tenantId: string
+    sessionId: string
+    runId?: string
+    afterSequence: number | null
+    until?: (event: SessionEvent) => boolean
+    /** End after the replay (for a run that has already ended). */
+    replayOnly?: boolean
+  }): AsyncIterableIterator<SessionEvent> {
+    const { tenantId, sessionId, runId, until } = options
+    return new Repeater<SessionEvent>(async (push, stop) => {
+      let last = options.afterSequence ?? Number.MAX_SAFE_INTEGER
+      let replaying = true
+      const arrived: SessionEvent[] = []
+      const deliver = (event: SessionEvent) => {
+        if (event.sequence <= last) return
+        last = event.sequence
+        push(event).catch(() => stop(new SubscriberTooSlowError('subscriber fell too far behind; resubscribe with afterSequence')))
+        if (until?.(event)) stop()
+      }
+      const unlisten = this.listen(runId ? runTopic(runId) : sessionTopic(tenantId, sessionId), (event) => {
+        if (replaying) arrived.push(event)
+        else deliver(event)
+      })
+      try {
+        if (options.afterSequence !== null) {
+          // what was unwritten when we started listening; later events arrive through the listener
+          const stream = this.streams.get(sessionTopic(tenantId, sessionId))
+          const unwritten = (stream?.unwritten ?? []).filter((e) => !runId || e.runId === runId)
+          let from = options.afterSequence
+          for (;;) {
+            const page = runId
+              ? await this.events.forRun(tenantId, runId, from, 500)
+              : await this.events.after(tenantId, sessionId, from, 500)
+            for (const event of page) {
+              if (event.sequence > last) await pushReplayed(event)
+              from = event.sequence
+            }
+            if (page.length < 500) break
+          }
+          for (const event of unwritten) if (event.sequence > last) await pushReplayed(event)
+        } else {
+          last = 0
+        }
+        // drain what arrived meanwhile, then switch to live delivery with no await in between
+        while (arrived.length > 0) for (const event of arrived.splice(0)) if (event.sequence > last) await pushReplayed(event)
+        replaying = false
+        if (options.replayOnly) stop()
+        await stop
+      } finally {
+        unlisten()
+      }
+
+      async function pushReplayed(event: SessionEvent) {
+        last = event.sequence
+        await push(event)
+        if (until?.(event)) stop()
+      }
+    }, new FixedBuffer(this.options.subscriberBuffer))
+  }
+}

@@ -1,0 +1,27 @@
+import type { MessageRecord, QueueEntryRecord, RunRecord } from '../store/records.js'
+
+export const QUEUE_ENTRY_EVENT_KINDS = ['QUEUED', 'STARTED', 'RUNNING', 'FINISHED'] as const
+export type QueueEntryEventKind = (typeof QUEUE_ENTRY_EVENT_KINDS)[number]
+
+/** What happened, without its place in the stream. Snapshots are taken when it happened. */
+export type SessionEventData =
+  | { type: 'QUEUE_ENTRY'; kind: QueueEntryEventKind; entry: QueueEntryRecord }
+  | { type: 'RUN_STARTED'; run: RunRecord }
+  | { type: 'TOKEN_DELTA'; text: string }
+  | { type: 'STEER_ACCEPTED'; steerId: string; queueId: string }
+  | { type: 'STEER_APPLIED'; steerId: string }
+  | { type: 'MESSAGE_CREATED'; message: MessageRecord }
+  | { type: 'RUN_FINISHED'; run: RunRecord }
+
+export type SessionEventType = SessionEventData['type']
+
+/** One event of a session stream, as published live and as persisted. */
+export type SessionEvent = SessionEventData & {
+  tenantId: string
+  sessionId: string
+  /** Unique and increasing within the session; never reused, also across restarts. */
+  sequence: number
+  at: string
+  /** The run it belongs to, for `runEvents`. */
+  runId: string | null
+}

@@ -1,0 +1,23 @@
+import type { EffectiveSettings } from '../runner/settings.js'
+import type { Credential } from '../runner/credentials.js'
+import type { ChatMessage } from '../runner/prepare.js'
+import type { Usage } from '../store/records.js'
+
+export interface GenerateRequest {
+  model: string
+  messages: ChatMessage[]
+  settings: EffectiveSettings
+  endpoint: string | null
+  credential: Credential
+}
+
+/** What a model stream yields: text deltas, then one `end` with the vendor's usage. */
+export type GenerateEvent = { type: 'delta'; text: string } | { type: 'end'; usage: Usage; finishReason: string }
+
+/**
+ * One backend's way to call a model. `generate` streams; aborting `signal` (or returning from
+ * the iteration early) must really end the vendor request.
+ */
+export interface ModelClient {
+  generate(request: GenerateRequest, signal: AbortSignal): AsyncIterable<GenerateEvent>
+}

@@ -1,0 +1,96 @@
+import { QUEUE_ENTRY_EVENT_KINDS, type SessionEvent, type SessionEventType } from '../events/events.js'
+import { builder } from './builder.js'
+import { QueueEntryRef } from './queue-entry.js'
+import { RunRef } from './run.js'
+import { MessageRef } from './session.js'
+
+type Of<T extends SessionEventType> = Extract<SessionEvent, { type: T }>
+
+const TYPE_NAMES: Record<SessionEventType, string> = {
+  QUEUE_ENTRY: 'QueueEntryEvent',
+  RUN_STARTED: 'RunStartedEvent',
+  TOKEN_DELTA: 'TokenDeltaEvent',
+  STEER_ACCEPTED: 'SteerAcceptedEvent',
+  STEER_APPLIED: 'SteerAppliedEvent',
+  MESSAGE_CREATED: 'MessageCreatedEvent',
+  RUN_FINISHED: 'RunFinishedEvent',
+}
+
+export const SessionEventRef = builder.interfaceRef<SessionEvent>('SessionEvent').implement({
+  description: 'One event of a session stream. Resume a stream with the last sequence you saw as afterSequence.',
+  resolveType: (event) => TYPE_NAMES[event.type],
+  fields: (t) => ({
+    sequence: t.exposeInt('sequence', { description: 'Unique and increasing within the session; never reused.' }),
+    at: t.field({ type: 'DateTime', resolve: (e) => e.at }),
+    sessionId: t.exposeID('sessionId'),
+    runId: t.exposeID('runId', { nullable: true, description: 'The run it belongs to, if any.' }),
+  }),
+})
+
+const QueueEntryEventKindEnum = builder.enumType('QueueEntryEventKind', { values: QUEUE_ENTRY_EVENT_KINDS })
+
+builder.objectRef<Of<'QUEUE_ENTRY'>>('QueueEntryEvent').implement({
+  description: 'A queue entry was queued (or re-scheduled), started, began generating, or finished.',
+  interfaces: [SessionEventRef],
+  fields: (t) => ({
+    kind: t.field({ type: QueueEntryEventKindEnum, resolve: (e) => e.kind }),
+    entry: t.field({ type: QueueEntryRef, description: 'The entry as it was then.', resolve: (e) => e.entry }),
+  }),
+})
+
+builder.objectRef<Of<'RUN_STARTED'>>('RunStartedEvent').implement({
+  description: 'A run was created for a queue entry.',
+  interfaces: [SessionEventRef],
+  fields: (t) => ({ run: t.field({ type: RunRef, description: 'The run as it was then.', resolve: (e) => e.run }) }),
+})
+
+builder.objectRef<Of<'TOKEN_DELTA'>>('TokenDeltaEvent').implement({
+  description: "Generated text; a run's deltas joined equal its output.",
+  interfaces: [SessionEventRef],
+  fields: (t) => ({
+    runId: t.id({ resolve: (e) => e.runId! }),
+    text: t.exposeString('text'),
+  }),
+})
+
+builder.objectRef<Of<'STEER_ACCEPTED'>>('SteerAcceptedEvent').implement({
+  interfaces: [SessionEventRef],
+  fields: (t) => ({ steerId: t.exposeID('steerId'), queueId: t.exposeID('queueId'), runId: t.id({ resolve: (e) => e.runId! }) }),
+})
+
+builder.objectRef<Of<'STEER_APPLIED'>>('SteerAppliedEvent').implement({
+  description: 'The steer text went to the model as user input; the tokens after this event answer it.',
+  interfaces: [SessionEventRef],
+  fields: (t) => ({ steerId: t.exposeID('steerId'), runId: t.id({ resolve: (e) => e.runId! }) }),
+})
+
+builder.objectRef<Of<'MESSAGE_CREATED'>>('MessageCreatedEvent').implement({
+  description: 'A message was added to the conversation.',
+  interfaces: [SessionEventRef],
+  fields: (t) => ({ message: t.field({ type: MessageRef, resolve: (e) => e.message }) }),
+})
+
+builder.objectRef<Of<'RUN_FINISHED'>>('RunFinishedEvent').implement({
+  description: 'A run ended; the last event of its runEvents stream.',
+  interfaces: [SessionEventRef],
+  fields: (t) => ({ run: t.field({ type: RunRef, description: 'The run as it ended.', resolve: (e) => e.run }) }),
+})
+
+builder.subscriptionType({
+  fields: (t) => ({
+    sessionEvents: t.field({
+      type: SessionEventRef,
+      description: 'Every event of a session, in order: after afterSequence (replayed, then live), or from now on.',
+      args: { sessionId: t.arg.id({ required: true }), afterSequence: t.arg.int() },
+      subscribe: (_root, { sessionId, afterSequence }, ctx) => ctx.services.runs.sessionEvents(ctx.tenantId, String(sessionId), afterSequence ?? null),
+      resolve: (event) => event,
+    }),
+    runEvents: t.field({
+      type: SessionEventRef,
+      description: "The events of one run after afterSequence (from its start by default); completes after its RunFinishedEvent.",
+      args: { runId: t.arg.id({ required: true }), afterSequence: t.arg.int() },
+      subscribe: (_root, { runId, afterSequence }, ctx) => ctx.services.runs.runEvents(ctx.tenantId, String(runId), afterSequence ?? null),
+      resolve: (event) => event,
+    }),
+  }),
+})

@@ -1,0 +1,98 @@
+import { NotFoundError } from '../errors.js'
+import { RUN_STATUSES, TERMINAL_REASONS, type RunRecord, type Usage } from '../store/records.js'
+import { builder } from './builder.js'
+import { ErrorCodeEnum } from './errors.js'
+import { encodeCursor, forwardPage, toConnection } from './paging.js'
+
+export const RunStatusEnum = builder.enumType('RunStatus', { values: RUN_STATUSES })
+const TerminalReasonEnum = builder.enumType('TerminalReason', {
+  description: 'Why a run ended.',
+  values: TERMINAL_REASONS,
+})
+
+const UsageRef = builder.objectRef<Usage>('Usage').implement({
+  description: 'Token counts as the vendor reported them (the fake backend counts words).',
+  fields: (t) => ({
+    inputTokens: t.exposeInt('inputTokens'),
+    outputTokens: t.exposeInt('outputTokens'),
+    totalTokens: t.int({ resolve: (u) => u.inputTokens + u.outputTokens }),
+  }),
+})
+
+export const RunRef = builder.objectRef<RunRecord>('Run').implement({
+  description: 'One execution of a queue entry: a durable record.',
+  fields: (t) => ({
+    id: t.exposeID('id'),
+    sessionId: t.exposeID('sessionId', { nullable: true }),
+    queueId: t.exposeID('queueId', { nullable: true }),
+    status: t.field({ type: RunStatusEnum, resolve: (r) => r.status }),
+    promptId: t.exposeID('promptId', { nullable: true, description: 'Null for a plain input message.' }),
+    promptVersion: t.exposeInt('promptVersion', { nullable: true }),
+    profileId: t.exposeID('profileId', { nullable: true, description: 'Null when the run failed before a profile was resolved.' }),
+    backendId: t.exposeID('backendId', { nullable: true }),
+    model: t.exposeString('model', { nullable: true }),
+    definitionHash: t.exposeString('definitionHash', { nullable: true }),
+    renderedHash: t.exposeString('renderedHash', { nullable: true }),
+    settings: t.field({ type: 'JSON', description: 'Effective settings, secrets redacted.', resolve: (r) => r.settings }),
+    output: t.exposeString('output', { nullable: true, description: 'The whole answer (partial for an aborted run); null while running.' }),
+    usage: t.field({ type: UsageRef, nullable: true, resolve: (r) => r.usage }),
+    startedAt: t.field({ type: 'DateTime', resolve: (r) => r.startedAt }),
+    firstTokenAt: t.field({ type: 'DateTime', nullable: true, resolve: (r) => r.firstTokenAt }),
+    finishedAt: t.field({ type: 'DateTime', nullable: true, resolve: (r) => r.finishedAt }),
+    durationMs: t.int({
+      nullable: true,
+      description: 'From start to finish, once finished.',
+      resolve: (r) => (r.finishedAt ? Date.parse(r.finishedAt) - Date.parse(r.startedAt) : null),
+    }),
+    heartbeatAt: t.field({ type: 'DateTime', nullable: true, resolve: (r) => r.heartbeatAt }),
+    errorCode: t.field({ type: ErrorCodeEnum, nullable: true, resolve: (r) => r.errorCode as never }),
+    errorMessage: t.exposeString('errorMessage', { nullable: true }),
+    terminalReason: t.field({ type: TerminalReasonEnum, nullable: true, resolve: (r) => r.terminalReason }),
+  }),
+})
+
+export const runCursor = (r: RunRecord) => encodeCursor('run', r.startedAt, r.id)
+export const RunConnection = builder.connectionObject({ type: RunRef, name: 'RunConnection' })
+
+builder.queryFields((t) => ({
+  run: t.field({
+    type: RunRef,
+    nullable: true,
+    description: 'A run by id (live while it runs), or null.',
+    args: { id: t.arg.id({ required: true }) },
+    resolve: (_root, { id }, ctx) => ctx.services.runs.run(ctx.tenantId, String(id)),
+  }),
+  runs: t.field({
+    type: RunConnection,
+    description: 'Runs, newest first, optionally of one session and in one status. Forward paging only.',
+    args: {
+      sessionId: t.arg.id(),
+      status: t.arg({ type: RunStatusEnum }),
+      first: t.arg.int(),
+      after: t.arg.string(),
+    },
+    resolve: async (_root, args, ctx) => {
+      const { first, after } = forwardPage(args, 'run', 2)
+      const cursor = after && { startedAt: after[0]!, id: after[1]! }
+      const rows = await ctx.services.runs.runs(ctx.tenantId, { sessionId: args.sessionId == null ? null : String(args.sessionId), status: args.status }, cursor, first + 1)
+      return toConnection(rows, first, after !== null, runCursor)
+    },
+  }),
+}))
+
+const AbortRunPayload = builder.objectRef<{ aborted: boolean; run: RunRecord }>('AbortRunPayload').implement({
+  fields: (t) => ({
+    aborted: t.exposeBoolean('aborted', { description: 'False when the run had already ended (the row is the receipt).' }),
+    run: t.field({ type: RunRef, resolve: (p) => p.run }),
+  }),
+})
+
+builder.mutationField('abortRun', (t) =>
+  t.field({
+    type: AbortRunPayload,
+    description: 'Stops a run; answers once its row is durably ABORTED with the partial output and usage so far. Its queue entry ends CANCELLED.',
+    errors: { types: [NotFoundError] },
+    args: { runId: t.arg.id({ required: true }), reason: t.arg.string({ description: 'Recorded as the error message.' }) },
+    resolve: (_root, { runId, reason }, ctx) => ctx.services.runs.abortRun(ctx.tenantId, String(runId), reason ?? null),
+  }),
+)

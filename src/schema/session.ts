@@ -1,0 +1,114 @@
+import { NotFoundError } from '../errors.js'
+import type { MessageRecord, SessionRecord } from '../store/records.js'
+import { builder } from './builder.js'
+import { encodeCursor, forwardPage, toConnection } from './paging.js'
+import { RoleEnum } from './prompt.js'
+import { QueueEntryRef } from './queue-entry.js'
+import { RunConnection, runCursor } from './run.js'
+
+const SessionStatusEnum = builder.enumType('SessionStatus', {
+  values: {
+    IDLE: { description: 'Nothing queued or running.' },
+    RUNNING: { description: 'An entry is running or queued.' },
+    SCHEDULED: { description: 'Only scheduled entries are waiting.' },
+  },
+})
+
+export const MessageRef = builder.objectRef<MessageRecord>('Message').implement({
+  description: 'One message of the conversation: completed runs append their user and assistant messages.',
+  fields: (t) => ({
+    id: t.exposeID('id'),
+    position: t.exposeInt('position'),
+    role: t.field({ type: RoleEnum, resolve: (m) => m.role }),
+    content: t.exposeString('content'),
+    runId: t.exposeID('runId', { nullable: true, description: 'The run that added it.' }),
+    interrupted: t.exposeBoolean('interrupted', { description: 'A partial answer cut short by an INTERRUPT.' }),
+    createdAt: t.field({ type: 'DateTime', resolve: (m) => m.createdAt }),
+  }),
+})
+
+export const SessionRef = builder.objectRef<SessionRecord>('Session').implement({
+  description: 'A conversation thread with its own FIFO prompt queue.',
+  fields: (t) => ({
+    id: t.exposeID('id'),
+    title: t.exposeString('title', { nullable: true }),
+    defaultProfileId: t.exposeID('defaultProfileId', { nullable: true }),
+    metadata: t.field({ type: 'JSON', nullable: true, resolve: (s) => s.metadata }),
+    status: t.field({ type: SessionStatusEnum, resolve: (s, _args, ctx) => ctx.services.sessions.status(ctx.tenantId, s.id) }),
+    messages: t.field({ type: [MessageRef], description: 'The conversation so far, oldest first.', resolve: (s, _args, ctx) => ctx.services.sessions.messages(ctx.tenantId, s.id) }),
+    queue: t.field({
+      type: [QueueEntryRef],
+      description: 'Outstanding entries (and finished ones when asked), in queueSequence order.',
+      args: { includeTerminal: t.arg.boolean({ defaultValue: false }) },
+      resolve: (s, { includeTerminal }, ctx) => ctx.services.sessions.queueOf(ctx.tenantId, s.id, includeTerminal ?? false),
+    }),
+    runs: t.field({
+      type: RunConnection,
+      description: "The session's runs, newest first.",
+      args: { first: t.arg.int(), after: t.arg.string() },
+      resolve: async (s, args, ctx) => {
+        const { first, after } = forwardPage(args, 'run', 2)
+        const rows = await ctx.services.runs.runs(ctx.tenantId, { sessionId: s.id }, after && { startedAt: after[0]!, id: after[1]! }, first + 1)
+        return toConnection(rows, first, after !== null, runCursor)
+      },
+    }),
+    createdAt: t.field({ type: 'DateTime', resolve: (s) => s.createdAt }),
+    updatedAt: t.field({ type: 'DateTime', resolve: (s) => s.updatedAt }),
+  }),
+})
+
+const sessionCursor = (s: SessionRecord) => encodeCursor('session', s.createdAt, s.id)
+const SessionConnection = builder.connectionObject({ type: SessionRef, name: 'SessionConnection' })
+
+builder.queryFields((t) => ({
+  session: t.field({
+    type: SessionRef,
+    nullable: true,
+    description: 'A session by id, or null.',
+    args: { id: t.arg.id({ required: true }) },
+    resolve: (_root, { id }, ctx) => ctx.services.sessions.get(ctx.tenantId, String(id)),
+  }),
+  sessions: t.field({
+    type: SessionConnection,
+    description: 'Sessions, newest first. Forward paging only.',
+    args: { first: t.arg.int(), after: t.arg.string() },
+    resolve: async (_root, args, ctx) => {
+      const { first, after } = forwardPage(args, 'session', 2)
+      const rows = await ctx.services.sessions.list(ctx.tenantId, after && { createdAt: after[0]!, id: after[1]! }, first + 1)
+      return toConnection(rows, first, after !== null, sessionCursor)
+    },
+  }),
+}))
+
+const CreateSessionInput = builder.inputType('CreateSessionInput', {
+  fields: (t) => ({
+    id: t.id({ description: 'Your own id (1-128 characters of A-Z a-z 0-9 _ . -); a server id when absent.' }),
+    title: t.string(),
+    defaultProfileId: t.id({ description: 'The profile for plain input and for prompts without a default.' }),
+    metadata: t.field({ type: 'JSON', description: 'A JSON object kept with the session.' }),
+  }),
+})
+
+const CreateSessionPayload = builder.objectRef<{ session: SessionRecord }>('CreateSessionPayload').implement({
+  fields: (t) => ({ session: t.field({ type: SessionRef, resolve: (p) => p.session }) }),
+})
+const DeleteSessionPayload = builder.objectRef<{ deletedId: string }>('DeleteSessionPayload').implement({
+  fields: (t) => ({ deletedId: t.exposeID('deletedId') }),
+})
+
+builder.mutationFields((t) => ({
+  createSession: t.field({
+    type: CreateSessionPayload,
+    description: 'Opens a conversation thread.',
+    errors: { types: [NotFoundError] },
+    args: { input: t.arg({ type: CreateSessionInput, required: true }) },
+    resolve: async (_root, { input }, ctx) => ({ session: await ctx.services.sessions.create(ctx.tenantId, input) }),
+  }),
+  deleteSession: t.field({
+    type: DeleteSessionPayload,
+    description: 'Cancels the whole queue of the session (aborting its running entry), then deletes it and its messages. Runs stay as records.',
+    errors: { types: [NotFoundError] },
+    args: { id: t.arg.id({ required: true }) },
+    resolve: async (_root, { id }, ctx) => ({ deletedId: await ctx.services.sessions.delete(ctx.tenantId, String(id)) }),
+  }),
+}))

@@ -1,0 +1,86 @@
+import { randomUUID } from 'node:crypto'
+import { z } from 'zod'
+import type { Catalog } from '../catalog/catalog.js'
+import { idSchema, parseInput } from '../catalog/definitions.js'
+import { InvalidRequestError, NotFoundError } from '../errors.js'
+import type { PromptQueue, QueueEntryView, SessionStatus } from '../queue/prompt-queue.js'
+import { isUniqueViolation } from '../store/errors.js'
+import type { MessageRecord, SessionRecord } from '../store/records.js'
+import type { SessionCursor } from '../store/session-store.js'
+import type { Store } from '../store/store.js'
+
+const createSessionSchema = z.strictObject({
+  id: idSchema.nullish(),
+  title: z.string().max(1024).nullish(),
+  defaultProfileId: idSchema.nullish(),
+  metadata: z.record(z.string(), z.unknown()).nullish(),
+})
+
+/** Use cases around sessions: create, list, read the conversation and the queue, delete. */
+export class SessionService {
+  constructor(
+    private readonly store: Store,
+    private readonly catalog: Catalog,
+    private readonly queue: PromptQueue,
+  ) {}
+
+  async create(tenantId: string, input: unknown): Promise<SessionRecord> {
+    const parsed = parseInput(createSessionSchema, input, 'input')
+    if (parsed.defaultProfileId && !(await this.catalog.getProfile(tenantId, parsed.defaultProfileId))) {
+      throw new NotFoundError('profile', parsed.defaultProfileId)
+    }
+    const id = parsed.id ?? randomUUID()
+    try {
+      return await this.store.sessions.create({
+        tenantId,
+        id,
+        title: parsed.title ?? null,
+        defaultProfileId: parsed.defaultProfileId ?? null,
+        metadata: parsed.metadata ?? null,
+      })
+    } catch (error) {
+      if (isUniqueViolation(error)) throw InvalidRequestError.at('input.id', `a session '${id}' already exists`)
+      throw error
+    }
+  }
+
+  get(tenantId: string, id: string): Promise<SessionRecord | null> {
+    return this.store.sessions.find(tenantId, parseInput(idSchema, id, 'id'))
+  }
+
+  async require(tenantId: string, id: string): Promise<SessionRecord> {
+    const session = await this.get(tenantId, id)
+    if (!session) throw new NotFoundError('session', id)
+    return session
+  }
+
+  list(tenantId: string, after: SessionCursor | null, take: number): Promise<SessionRecord[]> {
+    return this.store.sessions.list(tenantId, after, take)
+  }
+
+  /** Cancels the session's whole queue (aborting its running entry), then deletes it. */
+  async delete(tenantId: string, id: string): Promise<string> {
+    await this.require(tenantId, id)
+    await this.queue.clearSession(tenantId, id)
+    await this.store.sessions.delete(tenantId, id)
+    this.queue.forget(tenantId, id)
+    return id
+  }
+
+  messages(tenantId: string, sessionId: string): Promise<MessageRecord[]> {
+    return this.store.sessions.messages(tenantId, sessionId)
+  }
+
+  status(tenantId: string, sessionId: string): Promise<SessionStatus> {
+    return this.queue.status(tenantId, sessionId)
+  }
+
+  /** Terminal entries (when asked) from the store, then the outstanding ones live, in queueSequence order. */
+  async queueOf(tenantId: string, sessionId: string, includeTerminal: boolean): Promise<QueueEntryView[]> {
+    const outstanding = await this.queue.outstanding(tenantId, sessionId)
+    if (!includeTerminal) return outstanding
+    const live = new Set(outstanding.map((e) => e.queueId))
+    const stored = (await this.store.entries.forSession(tenantId, sessionId, true)).filter((e) => !live.has(e.queueId))
+    return [...stored.map((e) => ({ ...e, position: null })), ...outstanding].sort((a, b) => a.queueSequence - b.queueSequence)
+  }
+}

@@ -1,0 +1,131 @@
+import type { Prisma } from '@db/client'
+import type { Db } from './database.js'
+import { TERMINAL_ENTRY_STATUSES, type EntryStatus, type QueueEntryRecord, type RunRequest } from './records.js'
+
+const select = {
+  id: true,
+  tenantId: true,
+  sessionId: true,
+  queueSequence: true,
+  priority: true,
+  status: true,
+  request: true,
+  requestBytes: true,
+  scheduleKey: true,
+  fireAt: true,
+  runId: true,
+  errorCode: true,
+  errorMessage: true,
+  unappliedSteerIds: true,
+  queuedAt: true,
+  startedAt: true,
+  finishedAt: true,
+} satisfies Prisma.QueueEntrySelect
+
+type Row = Prisma.QueueEntryGetPayload<{ select: typeof select }>
+
+const iso = (d: Date | null) => (d ? d.toISOString() : null)
+const date = (s: string | null) => (s ? new Date(s) : null)
+
+function toRecord(row: Row): QueueEntryRecord {
+  return {
+    queueId: row.id,
+    tenantId: row.tenantId,
+    sessionId: row.sessionId,
+    queueSequence: row.queueSequence,
+    priority: row.priority,
+    status: row.status as EntryStatus,
+    request: row.request as unknown as RunRequest,
+    requestBytes: row.requestBytes,
+    scheduleKey: row.scheduleKey,
+    fireAt: iso(row.fireAt),
+    runId: row.runId,
+    error: row.errorCode ? { code: row.errorCode, message: row.errorMessage ?? '' } : null,
+    unappliedSteerIds: (row.unappliedSteerIds as string[] | null) ?? [],
+    queuedAt: row.queuedAt.toISOString(),
+    startedAt: iso(row.startedAt),
+    finishedAt: iso(row.finishedAt),
+  }
+}
+
+function toData(entry: QueueEntryRecord) {
+  return {
+    priority: entry.priority,
+    status: entry.status,
+    request: entry.request as unknown as Prisma.InputJsonValue,
+    requestBytes: entry.requestBytes,
+    scheduleKey: entry.scheduleKey,
+    fireAt: date(entry.fireAt),
+    runId: entry.runId,
+    errorCode: entry.error?.code ?? null,
+    errorMessage: entry.error?.message ?? null,
+    unappliedSteerIds: entry.unappliedSteerIds as Prisma.InputJsonValue,
+    startedAt: date(entry.startedAt),
+    finishedAt: date(entry.finishedAt),
+  }
+}
+
+/** Queue entries, written as they change so the queue survives a restart. */
+export class QueueStore {
+  constructor(private readonly db: Db) {}
+
+  async insert(entry: QueueEntryRecord): Promise<void> {
+    await this.db.queueEntry.create({
+      data: {
+        id: entry.queueId,
+        tenantId: entry.tenantId,
+        sessionId: entry.sessionId,
+        queueSequence: entry.queueSequence,
+        queuedAt: new Date(entry.queuedAt),
+        ...toData(entry),
+      },
+    })
+  }
+
+  /** Writes the entry's mutable fields; a no-op when the entry (or its session) is gone. */
+  async update(entry: QueueEntryRecord): Promise<void> {
+    await this.db.queueEntry.updateMany({ where: { id: entry.queueId }, data: toData(entry) })
+  }
+
+  async find(tenantId: string, sessionId: string, queueId: string): Promise<QueueEntryRecord | null> {
+    const row = await this.db.queueEntry.findFirst({ where: { tenantId, sessionId, id: queueId }, select })
+    return row && toRecord(row)
+  }
+
+  async findById(queueId: string): Promise<QueueEntryRecord | null> {
+    const row = await this.db.queueEntry.findUnique({ where: { id: queueId }, select })
+    return row && toRecord(row)
+  }
+
+  /** A session's entries in queueSequence order, terminal ones only when asked. */
+  async forSession(tenantId: string, sessionId: string, includeTerminal: boolean): Promise<QueueEntryRecord[]> {
+    const rows = await this.db.queueEntry.findMany({
+      where: { tenantId, sessionId, ...(!includeTerminal && { status: { notIn: [...TERMINAL_ENTRY_STATUSES] } }) },
+      orderBy: { queueSequence: 'asc' },
+      select,
+    })
+    return rows.map(toRecord)
+  }
+
+  async maxQueueSequence(tenantId: string, sessionId: string): Promise<number> {
+    const row = await this.db.queueEntry.findFirst({ where: { tenantId, sessionId }, orderBy: { queueSequence: 'desc' }, select: { queueSequence: true } })
+    return row?.queueSequence ?? 0
+  }
+
+  /** Entries in the given states, across tenants (used at start-up). */
+  async withStatus(statuses: EntryStatus[]): Promise<QueueEntryRecord[]> {
+    const rows = await this.db.queueEntry.findMany({ where: { status: { in: statuses } }, orderBy: { queueSequence: 'asc' }, select })
+    return rows.map(toRecord)
+  }
+
+  /** Keeps the newest `keep` terminal entries of a session. */
+  async pruneTerminal(tenantId: string, sessionId: string, keep: number): Promise<void> {
+    const stale = await this.db.queueEntry.findMany({
+      where: { tenantId, sessionId, status: { in: [...TERMINAL_ENTRY_STATUSES] } },
+      orderBy: { queueSequence: 'desc' },
+      skip: keep,
+      select: { id: true },
+    })
+    if (stale.length > 0) await this.db.queueEntry.deleteMany({ where: { id: { in: stale.map((r) => r.id) } } })
+  }
+}

@@ -1,0 +1,96 @@
+import type { SettingsLayer } from '../catalog/definitions.js'
+
+/** Plain, JSON-safe records of what the store keeps; timestamps are ISO strings. */
+
+export const ENTRY_STATUSES = ['QUEUED', 'STARTING', 'SCHEDULED', 'RUNNING', 'COMPLETED', 'FAILED', 'CANCELLED'] as const
+export type EntryStatus = (typeof ENTRY_STATUSES)[number]
+export const TERMINAL_ENTRY_STATUSES: readonly EntryStatus[] = ['COMPLETED', 'FAILED', 'CANCELLED']
+
+export const RUN_STATUSES = ['PREPARING', 'WAITING_CAPACITY', 'GENERATING', 'VALIDATING', 'REPAIRING', 'COMPLETED', 'FAILED', 'ABORTED'] as const
+export type RunStatus = (typeof RUN_STATUSES)[number]
+export const TERMINAL_RUN_STATUSES: readonly RunStatus[] = ['COMPLETED', 'FAILED', 'ABORTED']
+
+/** Why a run ended. */
+export const TERMINAL_REASONS = ['COMPLETED', 'ERROR', 'ABORTED', 'CANCELLED', 'SUPERSEDED', 'SHUTDOWN', 'INTERRUPTED', 'STALE'] as const
+export type TerminalReason = (typeof TERMINAL_REASONS)[number]
+
+/** What a queue entry asks to run, as admitted. */
+export interface RunRequest {
+  promptId: string | null
+  input: string | null
+  variables: Record<string, unknown> | null
+  profileId: string | null
+  overrides: SettingsLayer | null
+  credentialEnv: string | null
+}
+
+export interface SessionRecord {
+  tenantId: string
+  id: string
+  title: string | null
+  defaultProfileId: string | null
+  metadata: unknown
+  createdAt: string
+  updatedAt: string
+}
+
+export interface MessageRecord {
+  id: string
+  sessionId: string
+  position: number
+  role: 'system' | 'user' | 'assistant'
+  content: string
+  runId: string | null
+  interrupted: boolean
+  createdAt: string
+}
+
+export interface QueueEntryRecord {
+  queueId: string
+  tenantId: string
+  sessionId: string
+  queueSequence: number
+  priority: number
+  status: EntryStatus
+  request: RunRequest
+  requestBytes: number
+  scheduleKey: string | null
+  fireAt: string | null
+  runId: string | null
+  error: { code: string; message: string } | null
+  unappliedSteerIds: string[]
+  queuedAt: string
+  startedAt: string | null
+  finishedAt: string | null
+}
+
+export interface Usage {
+  inputTokens: number
+  outputTokens: number
+}
+
+export interface RunRecord {
+  id: string
+  tenantId: string
+  sessionId: string | null
+  queueId: string | null
+  status: RunStatus
+  promptId: string | null
+  promptVersion: number | null
+  profileId: string | null
+  backendId: string | null
+  model: string | null
+  definitionHash: string | null
+  renderedHash: string | null
+  /** Effective settings, already redacted. */
+  settings: unknown
+  output: string | null
+  usage: Usage | null
+  startedAt: string
+  firstTokenAt: string | null
+  finishedAt: string | null
+  heartbeatAt: string | null
+  errorCode: string | null
+  errorMessage: string | null
+  terminalReason: TerminalReason | null
+}

@@ -1,0 +1,128 @@
+import type { Prisma } from '@db/client'
+import type { Db } from './database.js'
+import type { RunRecord, RunStatus, TerminalReason } from './records.js'
+
+const select = {
+  id: true,
+  tenantId: true,
+  sessionId: true,
+  queueId: true,
+  status: true,
+  promptId: true,
+  promptVersion: true,
+  profileId: true,
+  backendId: true,
+  model: true,
+  definitionHash: true,
+  renderedHash: true,
+  settings: true,
+  output: true,
+  inputTokens: true,
+  outputTokens: true,
+  startedAt: true,
+  firstTokenAt: true,
+  finishedAt: true,
+  heartbeatAt: true,
+  errorCode: true,
+  errorMessage: true,
+  terminalReason: true,
+} satisfies Prisma.RunSelect
+
+type Row = Prisma.RunGetPayload<{ select: typeof select }>
+const iso = (d: Date | null) => (d ? d.toISOString() : null)
+const date = (s: string | null) => (s ? new Date(s) : null)
+
+function toRecord(row: Row): RunRecord {
+  const { inputTokens, outputTokens, ...rest } = row
+  return {
+    ...rest,
+    status: row.status as RunStatus,
+    terminalReason: row.terminalReason as TerminalReason | null,
+    usage: inputTokens === null || outputTokens === null ? null : { inputTokens, outputTokens },
+    startedAt: row.startedAt.toISOString(),
+    firstTokenAt: iso(row.firstTokenAt),
+    finishedAt: iso(row.finishedAt),
+    heartbeatAt: iso(row.heartbeatAt),
+  }
+}
+
+function toData(run: RunRecord) {
+  return {
+    status: run.status,
+    promptId: run.promptId,
+    promptVersion: run.promptVersion,
+    profileId: run.profileId,
+    backendId: run.backendId,
+    model: run.model,
+    definitionHash: run.definitionHash,
+    renderedHash: run.renderedHash,
+    settings: (run.settings ?? {}) as Prisma.InputJsonValue,
+    output: run.output,
+    inputTokens: run.usage?.inputTokens ?? null,
+    outputTokens: run.usage?.outputTokens ?? null,
+    firstTokenAt: date(run.firstTokenAt),
+    finishedAt: date(run.finishedAt),
+    heartbeatAt: date(run.heartbeatAt),
+    errorCode: run.errorCode,
+    errorMessage: run.errorMessage,
+    terminalReason: run.terminalReason,
+  }
+}
+
+export interface RunFilter {
+  sessionId?: string | null
+  status?: RunStatus | null
+}
+
+/** Where a page of runs starts: after this (startedAt, id), newest first. */
+export interface RunCursor {
+  startedAt: string
+  id: string
+}
+
+/** Durable run records. */
+export class RunStore {
+  constructor(private readonly db: Db) {}
+
+  async insert(run: RunRecord): Promise<void> {
+    await this.db.run.create({
+      data: { id: run.id, tenantId: run.tenantId, sessionId: run.sessionId, queueId: run.queueId, startedAt: new Date(run.startedAt), ...toData(run) },
+    })
+  }
+
+  async update(run: RunRecord): Promise<void> {
+    await this.db.run.update({ where: { id: run.id }, data: toData(run) })
+  }
+
+  async heartbeat(id: string, at: string): Promise<void> {
+    await this.db.run.updateMany({ where: { id }, data: { heartbeatAt: new Date(at) } })
+  }
+
+  async find(tenantId: string, id: string): Promise<RunRecord | null> {
+    const row = await this.db.run.findFirst({ where: { tenantId, id }, select })
+    return row && toRecord(row)
+  }
+
+  async list(tenantId: string, filter: RunFilter, after: RunCursor | null, take: number): Promise<RunRecord[]> {
+    const rows = await this.db.run.findMany({
+      where: {
+        tenantId,
+        ...(filter.sessionId != null && { sessionId: filter.sessionId }),
+        ...(filter.status != null && { status: filter.status }),
+        ...(after && {
+          OR: [{ startedAt: { lt: new Date(after.startedAt) } }, { startedAt: new Date(after.startedAt), id: { lt: after.id } }],
+        }),
+      },
+      orderBy: [{ startedAt: 'desc' }, { id: 'desc' }],
+      take,
+      select,
+    })
+    return rows.map(toRecord)
+  }
+
+  /** Runs not yet terminal, across tenants (used at start-up). */
+  async unfinished(): Promise<RunRecord[]> {
+    const rows = await this.db.run.findMany({ where: { status: { notIn: ['COMPLETED', 'FAILED', 'ABORTED'] } }, select })
+    return rows.map(toRecord)
+  }
+}
