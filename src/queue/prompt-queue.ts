@@ -416,16 +416,31 @@ export class PromptQueue {
     return this.view(queue).find((e) => e.queueId === entry.queueId) ?? { ...entry, position: null }
   }
 
-  /** The live state of an entry, if it is outstanding. */
-  async live(tenantId: string, sessionId: string, queueId: string): Promise<QueueEntryRecord | null> {
-    const entry = (await this.session(tenantId, sessionId)).outstanding.get(queueId)
-    return entry ? { ...entry } : null
+  /** An entry as it is now: live while outstanding, else as stored once its writes have landed. */
+  async entry(tenantId: string, sessionId: string, queueId: string): Promise<QueueEntryView | null> {
+    const queue = await this.session(tenantId, sessionId)
+    const live = queue.outstanding.get(queueId)
+    if (live) return this.viewOf(queue, live)
+    await this.deps.saves.settled(queueId)
+    const stored = await this.deps.entries.find(tenantId, sessionId, queueId)
+    return stored && { ...stored, position: null }
   }
 
-  /** The run record as the executor has it right now, for a run in progress. */
-  liveRun(runId: string): RunRecord | null {
-    const run = this.activeRuns.get(runId)?.run
-    return run ? { ...run } : null
+  /** A run as it is now: live while it runs, else as stored once its writes have landed. */
+  async run(tenantId: string, runId: string): Promise<RunRecord | null> {
+    const live = this.activeRuns.get(runId)?.run
+    if (live && live.tenantId === tenantId) return { ...live }
+    await this.deps.saves.settled(runId)
+    return this.deps.runs.find(tenantId, runId)
+  }
+
+  /** Resolves when every record write queued so far has landed. */
+  settled(): Promise<void> {
+    return this.deps.saves.flush()
+  }
+
+  isRunning(runId: string): boolean {
+    return this.activeRuns.has(runId)
   }
 
   async status(tenantId: string, sessionId: string): Promise<SessionStatus> {

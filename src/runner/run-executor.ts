@@ -156,11 +156,11 @@ export class RunExecutor {
         } finally {
           signal.removeEventListener('abort', forwardAbort)
           stream.abort()
+          // a stream cut short (steer, abort) never reports usage: count what arrived
+          usage.inputTokens += reported?.inputTokens ?? 0
+          usage.outputTokens += reported?.outputTokens ?? deltas
         }
         signal.throwIfAborted()
-        // a stream ended early by a steer never reports usage: count what arrived
-        usage.inputTokens += reported?.inputTokens ?? 0
-        usage.outputTokens += reported?.outputTokens ?? deltas
         const steers = context.steers.take()
         if (steers.length === 0) break
         coalescer.restart()

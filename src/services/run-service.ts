@@ -110,17 +110,12 @@ export class RunService {
 
   async queueEntry(tenantId: string, sessionId: string, queueId: string): Promise<QueueEntryView | null> {
     if (!(await this.sessions.get(tenantId, sessionId))) return null
-    const live = (await this.queue.outstanding(tenantId, sessionId)).find((e) => e.queueId === queueId)
-    if (live) return live
-    const stored = await this.store.entries.find(tenantId, sessionId, queueId)
-    return stored && { ...stored, position: null }
+    return this.queue.entry(tenantId, sessionId, queueId)
   }
 
   /** A run as it is now: live while it runs, from the store once it has ended. */
-  async run(tenantId: string, id: string): Promise<RunRecord | null> {
-    const live = this.queue.liveRun(id)
-    if (live && live.tenantId === tenantId) return live
-    return this.store.runs.find(tenantId, id)
+  run(tenantId: string, id: string): Promise<RunRecord | null> {
+    return this.queue.run(tenantId, id)
   }
 
   runs(tenantId: string, filter: RunFilter, after: RunCursor | null, take: number): Promise<RunRecord[]> {
@@ -138,7 +133,7 @@ export class RunService {
   async runEvents(tenantId: string, runId: string, afterSequence: number | null): Promise<AsyncIterable<SessionEvent>> {
     const run = await this.run(tenantId, parseInput(z.string().min(1).max(128), runId, 'runId'))
     if (!run || !run.sessionId) throw new NotFoundError('run', runId)
-    const ended = run.finishedAt !== null && this.queue.liveRun(runId) === null
+    const ended = run.finishedAt !== null && !this.queue.isRunning(runId)
     return this.bus.subscribe({
       tenantId,
       sessionId: run.sessionId,

@@ -79,6 +79,7 @@ export class SessionService {
   async queueOf(tenantId: string, sessionId: string, includeTerminal: boolean): Promise<QueueEntryView[]> {
     const outstanding = await this.queue.outstanding(tenantId, sessionId)
     if (!includeTerminal) return outstanding
+    await this.queue.settled()
     const live = new Set(outstanding.map((e) => e.queueId))
     const stored = (await this.store.entries.forSession(tenantId, sessionId, true)).filter((e) => !live.has(e.queueId))
     return [...stored.map((e) => ({ ...e, position: null })), ...outstanding].sort((a, b) => a.queueSequence - b.queueSequence)

@@ -1,0 +1,124 @@
+import { print } from 'graphql'
+import type { TypedDocumentNode } from '@graphql-typed-document-node/core'
+import type { Client } from 'graphql-ws'
+import { createLogger } from '../../src/logger.js'
+import { FakeModelClient } from '../../src/providers/fake-client.js'
+import type { GenerateRequest, ModelClient } from '../../src/providers/model-client.js'
+import { createApp, type App, type AppOptions } from '../../src/server/app.js'
+import { startHttpServer, type HttpServer } from '../../src/server/http.js'
+import { DEFAULT_CATALOG, type GraphQLResponse } from './app.js'
+import { createTestDatabase, type TestDatabase } from './databases.js'
+import { wsClient } from './ws-client.js'
+
+/** The fake backend, recording every request it is sent (what the model really saw). */
+export class RecordingFakeClient implements ModelClient {
+  readonly requests: GenerateRequest[] = []
+  private readonly fake = new FakeModelClient()
+  generate(request: GenerateRequest, signal: AbortSignal) {
+    this.requests.push({ ...request, messages: request.messages.map((m) => ({ ...m })) })
+    return this.fake.generate(request, signal)
+  }
+}
+
+/** A live subscription's results, gathered as they arrive. */
+export class Subscription<T> {
+  readonly results: GraphQLResponse<T>[] = []
+  completed = false
+  error: unknown = null
+  private waiters: (() => void)[] = []
+  readonly unsubscribe: () => void
+
+  constructor(client: Client, document: TypedDocumentNode<T, unknown>, variables: Record<string, unknown>) {
+    this.unsubscribe = client.subscribe<T>(
+      { query: print(document), variables },
+      {
+        next: (result) => {
+          this.results.push(result as GraphQLResponse<T>)
+          this.wake()
+        },
+        error: (error) => {
+          this.error = error
+          this.wake()
+        },
+        complete: () => {
+          this.completed = true
+          this.wake()
+        },
+      },
+    )
+  }
+
+  private wake() {
+    for (const wake of this.waiters.splice(0)) wake()
+  }
+
+  /** Resolves once `predicate` holds for the gathered results (or fails after `timeoutMs`). */
+  async until(predicate: (results: GraphQLResponse<T>[]) => boolean, timeoutMs = 10_000): Promise<void> {
+    const deadline = Date.now() + timeoutMs
+    while (!predicate(this.results)) {
+      if (this.error) throw new Error(`subscription failed: ${JSON.stringify(this.error)}`)
+      if (Date.now() > deadline) throw new Error(`timed out; got ${JSON.stringify(this.results).slice(0, 2000)}`)
+      await new Promise<void>((resolve) => {
+        this.waiters.push(resolve)
+        setTimeout(resolve, 50)
+      })
+    }
+  }
+
+  done(timeoutMs?: number): Promise<void> {
+    return this.until(() => this.completed, timeoutMs)
+  }
+}
+
+export interface TestServer {
+  app: App
+  http: HttpServer
+  database: TestDatabase
+  model: RecordingFakeClient
+  client: Client
+  /** Runs one query or mutation over graphql-ws and returns its result. */
+  request<T, V>(document: TypedDocumentNode<T, V>, variables?: V): Promise<GraphQLResponse<T>>
+  subscribe<T, V>(document: TypedDocumentNode<T, V>, variables: V, client?: Client): Subscription<T>
+  /** Stops the listener and the app; keeps the database unless `dropDatabase`. */
+  stop(options?: { dropDatabase?: boolean }): Promise<void>
+}
+
+/** A real listening server on port 0 with a graphql-ws client, on a fresh (or the given) database. */
+export async function startTestServer(options: {
+  provider: TestDatabase['provider']
+  database?: TestDatabase
+  app?: Partial<AppOptions>
+}): Promise<TestServer> {
+  const database = options.database ?? (await createTestDatabase(options.provider))
+  const model = new RecordingFakeClient()
+  const app = await createApp(
+    { databaseUrl: database.url, catalogDir: DEFAULT_CATALOG, shutdownGraceMs: 0, ...options.app, clients: { FAKE: model, ...options.app?.clients } },
+    () => undefined,
+    createLogger('silent'),
+  )
+  const http = await startHttpServer(app.yoga, '127.0.0.1', 0)
+  const client = wsClient(http.url)
+  const clients = [client]
+  return {
+    app,
+    http,
+    database,
+    model,
+    client,
+    async request(document, variables) {
+      let result: GraphQLResponse<never> | undefined
+      for await (const next of client.iterate({ query: print(document), variables: variables as Record<string, unknown> })) result = next as never
+      return result!
+    },
+    subscribe(document, variables, subscriber = client) {
+      if (!clients.includes(subscriber)) clients.push(subscriber)
+      return new Subscription(subscriber, document as never, variables as Record<string, unknown>)
+    },
+    async stop(stopOptions) {
+      for (const c of clients) await c.dispose()
+      await http.stop()
+      await app.close()
+      if (stopOptions?.dropDatabase) await database.drop()
+    },
+  }
+}
