@@ -20,6 +20,17 @@ export class RecordingFakeClient implements ModelClient {
   }
 }
 
+/** `Type#sequence` of each event, for failure messages. */
+function summarize(results: GraphQLResponse<unknown>[]): string {
+  return results
+    .map((r) => {
+      if (r.errors) return `error:${r.errors[0]?.extensions?.code}`
+      const event = Object.values(r.data as Record<string, { __typename?: string; sequence?: number }>)[0]
+      return `${event?.__typename}#${event?.sequence}`
+    })
+    .join(' ')
+}
+
 /** A live subscription's results, gathered as they arrive. */
 export class Subscription<T> {
   readonly results: GraphQLResponse<T>[] = []
@@ -57,7 +68,7 @@ export class Subscription<T> {
     const deadline = Date.now() + timeoutMs
     while (!predicate(this.results)) {
       if (this.error) throw new Error(`subscription failed: ${JSON.stringify(this.error)}`)
-      if (Date.now() > deadline) throw new Error(`timed out; got ${JSON.stringify(this.results).slice(0, 2000)}`)
+      if (Date.now() > deadline) throw new Error(`timed out; got ${summarize(this.results)}`)
       await new Promise<void>((resolve) => {
         this.waiters.push(resolve)
         setTimeout(resolve, 50)

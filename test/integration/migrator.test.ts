@@ -17,14 +17,13 @@ CREATE TABLE "new_Session" (
     "defaultProfileId" TEXT,
     "metadata" JSONB,
     "sequenceCeiling" INTEGER NOT NULL DEFAULT 0,
-    "nextQueueSeq" INTEGER NOT NULL DEFAULT 1,
     "createdAt" DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP,
     "updatedAt" DATETIME NOT NULL,
     "archived" BOOLEAN NOT NULL DEFAULT false,
 
     PRIMARY KEY ("tenantId", "id")
 );
-INSERT INTO "new_Session" ("tenantId", "id", "title", "defaultProfileId", "metadata", "sequenceCeiling", "nextQueueSeq", "createdAt", "updatedAt") SELECT "tenantId", "id", "title", "defaultProfileId", "metadata", "sequenceCeiling", "nextQueueSeq", "createdAt", "updatedAt" FROM "Session";
+INSERT INTO "new_Session" ("tenantId", "id", "title", "defaultProfileId", "metadata", "sequenceCeiling", "createdAt", "updatedAt") SELECT "tenantId", "id", "title", "defaultProfileId", "metadata", "sequenceCeiling", "createdAt", "updatedAt" FROM "Session";
 DROP TABLE "Session";
 ALTER TABLE "new_Session" RENAME TO "Session";
 PRAGMA foreign_keys=ON;

@@ -4,7 +4,7 @@ import { ConfigError, loadConfig, PROJECT_ROOT } from '../../src/config.js'
 
 describe('config from the environment', () => {
   it('has working defaults for a fresh machine', () => {
-    expect(loadConfig({})).toEqual({
+    expect(loadConfig({})).toMatchObject({
       host: '127.0.0.1',
       port: 4000,
       databaseUrl: 'file:./data/promptline.db',
@@ -12,7 +12,14 @@ describe('config from the environment', () => {
       catalogDir: path.join(PROJECT_ROOT, 'catalog'),
       apiKeys: null,
       logLevel: 'info',
+      limits: { maxOutstandingPerSession: 16, maxOutstandingBytesPerSession: 64 * 1024 * 1024, maxPendingAdmissions: 64, maxPendingBytes: 128 * 1024 * 1024, retainedTerminalPerSession: 100 },
+      coalescer: { windowMs: 15, maxDeltas: 32 },
     })
+  })
+
+  it('reads the queue limits', () => {
+    expect(loadConfig({ PROMPTLINE_MAX_OUTSTANDING_PER_SESSION: '3', PROMPTLINE_MAX_PENDING_BYTES: '1000' }).limits).toMatchObject({ maxOutstandingPerSession: 3, maxPendingBytes: 1000 })
+    expect(() => loadConfig({ PROMPTLINE_MAX_OUTSTANDING_PER_SESSION: '0' })).toThrow(/PROMPTLINE_MAX_OUTSTANDING_PER_SESSION/)
   })
 
   it('reads every variable and treats empty strings as unset', () => {

@@ -1,0 +1,85 @@
+import { spawn, type ChildProcess } from 'node:child_process'
+import path from 'node:path'
+import { print } from 'graphql'
+import { afterEach, describe, expect, it } from 'vitest'
+import { PROJECT_ROOT } from '../../src/config.js'
+import { CreateSessionDocument, EnqueuePromptDocument, QueueEntryDocument, RunDocument, SessionEventsDocument } from '../generated/graphql.js'
+import { createTestDatabase, providers, type TestDatabase } from '../helpers/databases.js'
+import { waitForEntry, words } from '../helpers/flow.js'
+import { startTestServer, type TestServer } from '../helpers/server.js'
+
+/** Starts `src/main.ts` in a child process on port 0 and resolves with its URL. */
+function startServerProcess(databaseUrl: string): Promise<{ child: ChildProcess; url: string }> {
+  const child = spawn(path.join(PROJECT_ROOT, 'node_modules/.bin/tsx'), ['src/main.ts'], {
+    cwd: PROJECT_ROOT,
+    env: { ...process.env, DATABASE_URL: databaseUrl, PORT: '0', LOG_LEVEL: 'error' },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  })
+  return new Promise((resolve, reject) => {
+    let out = ''
+    child.stdout!.on('data', (chunk: Buffer) => {
+      out += chunk.toString()
+      const match = /GraphiQL at (http:\/\/\S+)\/graphql/.exec(out)
+      if (match) resolve({ child, url: match[1]! })
+    })
+    child.stderr!.on('data', (chunk: Buffer) => (out += chunk.toString()))
+    child.on('exit', (code) => reject(new Error(`server exited (${code}): ${out}`)))
+  })
+}
+
+async function post<T, V>(url: string, document: import('@graphql-typed-document-node/core').TypedDocumentNode<T, V>, variables: V): Promise<T> {
+  const response = await fetch(`${url}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query: print(document), variables }) })
+  return ((await response.json()) as { data: T }).data
+}
+
+describe.each(providers)('a server restart (%s)', (provider) => {
+  let database: TestDatabase
+  let child: ChildProcess | undefined
+  let server: TestServer | undefined
+  afterEach(async () => {
+    child?.kill('SIGKILL')
+    await server?.stop()
+    await database?.drop()
+  })
+
+  it('keeps queued entries and resumes them; the run cut off by the crash is FAILED/INTERRUPTED', async () => {
+    database = await createTestDatabase(provider)
+    const started = await startServerProcess(database.url)
+    child = started.child
+    await post(started.url, CreateSessionDocument, { input: { id: 'crash', defaultProfileId: 'fake-echo' } })
+    const first = (await post(started.url, EnqueuePromptDocument, { input: { sessionId: 'crash', input: words(400), overrides: { extra: { tokenDelayMs: 50 } } } })).enqueuePrompt
+    const second = (await post(started.url, EnqueuePromptDocument, { input: { sessionId: 'crash', input: 'after the crash' } })).enqueuePrompt
+    if (first.__typename !== 'EnqueuePromptPayload' || second.__typename !== 'EnqueuePromptPayload') throw new Error('not admitted')
+    // let it generate a little, with its rows written, then kill it without warning
+    for (;;) {
+      const entry = (await post(started.url, QueueEntryDocument, { sessionId: 'crash', queueId: first.entry.queueId })).queueEntry
+      if (entry?.status === 'RUNNING') break
+    }
+    await new Promise((r) => setTimeout(r, 500)) // its RUNNING rows land; 20 s of tokens remain
+    child.kill('SIGKILL')
+    await new Promise((r) => child!.once('exit', r))
+
+    server = await startTestServer({ provider, database })
+    const interrupted = await waitForEntry(server, 'crash', first.entry.queueId, ['FAILED'])
+    expect(interrupted.error).toEqual({ code: 'INTERNAL', message: 'interrupted by a server restart' })
+    const run = (await server.request(RunDocument, { id: interrupted.runId! })).data!.run!
+    expect(run).toMatchObject({ status: 'FAILED', terminalReason: 'INTERRUPTED', errorCode: 'INTERNAL' })
+
+    const resumed = await waitForEntry(server, 'crash', second.entry.queueId, ['COMPLETED'])
+    expect((await server.request(RunDocument, { id: resumed.runId! })).data!.run!.output).toBe('after the crash')
+
+    // the replay shows the interrupted run ending, numbered above anything published before the crash
+    const replay = server.subscribe(SessionEventsDocument, { sessionId: 'crash', afterSequence: 0 })
+    await replay.until((r) => r.some((e) => e.data?.sessionEvents.__typename === 'RunFinishedEvent' && e.data.sessionEvents.runId === resumed.runId))
+    replay.unsubscribe()
+    const events = replay.results.map((r) => r.data!.sessionEvents)
+    const sequences = events.map((e) => e.sequence)
+    expect(sequences).toEqual([...sequences].sort((a, b) => a - b))
+    expect(new Set(sequences).size).toBe(sequences.length)
+    const finished = events.find((e) => e.__typename === 'RunFinishedEvent' && e.runId === run.id)
+    expect(finished).toMatchObject({ run: { terminalReason: 'INTERRUPTED', status: 'FAILED' } })
+    const beforeCrash = events.filter((e) => e.runId === run.id && e.__typename === 'TokenDeltaEvent')
+    expect(beforeCrash.length).toBeGreaterThan(0)
+    expect(finished!.sequence).toBeGreaterThan(Math.max(...beforeCrash.map((e) => e.sequence)))
+  }, 60_000)
+})
