@@ -109,6 +109,11 @@ export class PromptPreparer {
     return this.complete(await this.resolve(request))
   }
 
+  /** Everything `prepare` checks, without reading the session history (for admission). */
+  async check(request: PrepareRequest): Promise<void> {
+    await this.complete({ ...(await this.resolve(request)), sessionId: null })
+  }
+
   async resolve(request: PrepareRequest): Promise<Resolution> {
     const { tenantId } = request
     // 1. validate the request

@@ -1,6 +1,8 @@
 import { NotFoundError } from '../errors.js'
 import { RUN_STATUSES, TERMINAL_REASONS, type RunRecord, type Usage } from '../store/records.js'
+import type { RunFilter } from '../store/run-store.js'
 import { builder } from './builder.js'
+import type { Context } from './context.js'
 import { ErrorCodeEnum } from './errors.js'
 import { encodeCursor, forwardPage, toConnection } from './paging.js'
 
@@ -51,8 +53,15 @@ export const RunRef = builder.objectRef<RunRecord>('Run').implement({
   }),
 })
 
-export const runCursor = (r: RunRecord) => encodeCursor('run', r.startedAt, r.id)
+const runCursor = (r: RunRecord) => encodeCursor('run', r.startedAt, r.id)
 export const RunConnection = builder.connectionObject({ type: RunRef, name: 'RunConnection' })
+
+/** A page of runs, newest first, for `runs` and `Session.runs`. */
+export async function resolveRunConnection(ctx: Context, filter: RunFilter, args: { first?: number | null; after?: string | null }) {
+  const { first, after } = forwardPage(args, 'run', 2)
+  const rows = await ctx.services.runs.runs(ctx.tenantId, filter, after && { startedAt: after[0]!, id: after[1]! }, first + 1)
+  return toConnection(rows, first, after !== null, runCursor)
+}
 
 builder.queryFields((t) => ({
   run: t.field({
@@ -71,12 +80,8 @@ builder.queryFields((t) => ({
       first: t.arg.int(),
       after: t.arg.string(),
     },
-    resolve: async (_root, args, ctx) => {
-      const { first, after } = forwardPage(args, 'run', 2)
-      const cursor = after && { startedAt: after[0]!, id: after[1]! }
-      const rows = await ctx.services.runs.runs(ctx.tenantId, { sessionId: args.sessionId == null ? null : String(args.sessionId), status: args.status }, cursor, first + 1)
-      return toConnection(rows, first, after !== null, runCursor)
-    },
+    resolve: (_root, args, ctx) =>
+      resolveRunConnection(ctx, { sessionId: args.sessionId == null ? null : String(args.sessionId), status: args.status }, args),
   }),
 }))
 

@@ -4,7 +4,7 @@ import { builder } from './builder.js'
 import { encodeCursor, forwardPage, toConnection } from './paging.js'
 import { RoleEnum } from './prompt.js'
 import { QueueEntryRef } from './queue-entry.js'
-import { RunConnection, runCursor } from './run.js'
+import { RunConnection, resolveRunConnection } from './run.js'
 
 const SessionStatusEnum = builder.enumType('SessionStatus', {
   values: {
@@ -46,11 +46,7 @@ export const SessionRef = builder.objectRef<SessionRecord>('Session').implement(
       type: RunConnection,
       description: "The session's runs, newest first.",
       args: { first: t.arg.int(), after: t.arg.string() },
-      resolve: async (s, args, ctx) => {
-        const { first, after } = forwardPage(args, 'run', 2)
-        const rows = await ctx.services.runs.runs(ctx.tenantId, { sessionId: s.id }, after && { startedAt: after[0]!, id: after[1]! }, first + 1)
-        return toConnection(rows, first, after !== null, runCursor)
-      },
+      resolve: (s, args, ctx) => resolveRunConnection(ctx, { sessionId: s.id }, args),
     }),
     createdAt: t.field({ type: 'DateTime', resolve: (s) => s.createdAt }),
     updatedAt: t.field({ type: 'DateTime', resolve: (s) => s.updatedAt }),

@@ -63,7 +63,7 @@ export class RunService {
       overrides: parsed.overrides ?? null,
       credentialEnv: parsed.credentialEnv ?? null,
     }
-    await this.preparer.prepare({ tenantId, sessionId, ...request })
+    await this.preparer.check({ tenantId, sessionId, ...request })
     return { sessionId, request }
   }
 
