@@ -1,0 +1,64 @@
+import Anthropic from '@anthropic-ai/sdk'
+import type { ChatMessage } from '../runner/prepare.js'
+import { ClientCache } from './client-cache.js'
+import type { GenerateEvent, GenerateRequest, ModelClient } from './model-client.js'
+import { classifyVendorError } from './provider-error.js'
+
+/** Anthropic takes system text apart from the turns, and turns that alternate user/assistant. */
+export function toAnthropicMessages(messages: ChatMessage[]): { system: string; turns: { role: 'user' | 'assistant'; content: string }[] } {
+  const system = messages.filter((m) => m.role === 'system').map((m) => m.content).join('\n\n')
+  const turns: { role: 'user' | 'assistant'; content: string }[] = []
+  for (const m of messages) {
+    if (m.role === 'system') continue
+    const last = turns.at(-1)
+    if (last && last.role === m.role) last.content += `\n\n${m.content}`
+    else turns.push({ role: m.role, content: m.content })
+  }
+  return { system, turns }
+}
+
+/** Anthropic messages, streamed, through the official SDK. Retries are ours, so the SDK makes none. */
+export class AnthropicModelClient implements ModelClient {
+  private readonly clients = new ClientCache<Anthropic>()
+
+  async *generate(request: GenerateRequest, signal: AbortSignal): AsyncIterable<GenerateEvent> {
+    const apiKey = request.credential.reveal() ?? ''
+    const client = this.clients.get(request.endpoint, apiKey, () => new Anthropic({ apiKey, baseURL: request.endpoint ?? undefined, maxRetries: 0, timeout: 10 * 60_000 }))
+    const { settings } = request
+    const { system, turns } = toAnthropicMessages(request.messages)
+    const body = {
+      model: request.model,
+      max_tokens: settings.maxTokens ?? 1024,
+      messages: turns,
+      stream: true as const,
+      ...(system !== '' && { system }),
+      ...(settings.temperature != null && { temperature: settings.temperature }),
+      ...(settings.topP != null && { top_p: settings.topP }),
+      ...(settings.stop != null && settings.stop.length > 0 && { stop_sequences: settings.stop }),
+      ...settings.extra,
+    }
+    let inputTokens = 0
+    let outputTokens = 0
+    let finishReason = 'unknown'
+    try {
+      const stream = await client.messages.create(body, { signal })
+      for await (const event of stream) {
+        if (event.type === 'message_start') {
+          inputTokens = event.message.usage.input_tokens
+          outputTokens = event.message.usage.output_tokens
+        } else if (event.type === 'content_block_delta' && event.delta.type === 'text_delta') {
+          yield { type: 'delta', text: event.delta.text }
+        } else if (event.type === 'message_delta') {
+          outputTokens = event.usage.output_tokens
+          finishReason = event.delta.stop_reason ?? finishReason
+        }
+      }
+      // the SDK streams end quietly when aborted: that is not a finished answer
+      signal.throwIfAborted()
+    } catch (error) {
+      if (signal.aborted) throw signal.reason
+      throw classifyVendorError(error, 'Anthropic')
+    }
+    yield { type: 'end', usage: { inputTokens, outputTokens }, finishReason }
+  }
+}

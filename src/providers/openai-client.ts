@@ -1,0 +1,54 @@
+import OpenAI from 'openai'
+import { ClientCache } from './client-cache.js'
+import type { GenerateEvent, GenerateRequest, ModelClient } from './model-client.js'
+import { classifyVendorError } from './provider-error.js'
+
+/**
+ * OpenAI chat completions, streamed with usage, through the official SDK. A backend's base URL
+ * points it at any OpenAI-compatible server (vLLM, Ollama, LM Studio); without one the SDK's
+ * default applies (OPENAI_BASE_URL included). Retries are ours, so the SDK makes none.
+ */
+export class OpenAIModelClient implements ModelClient {
+  private readonly clients = new ClientCache<OpenAI>()
+
+  async *generate(request: GenerateRequest, signal: AbortSignal): AsyncIterable<GenerateEvent> {
+    const apiKey = request.credential.reveal() ?? ''
+    const client = this.clients.get(request.endpoint, apiKey, () => new OpenAI({ apiKey, baseURL: request.endpoint ?? undefined, maxRetries: 0, timeout: 10 * 60_000 }))
+    const { settings } = request
+    const body = {
+      model: request.model,
+      messages: request.messages.map((m) => ({ role: m.role, content: m.content })),
+      stream: true as const,
+      stream_options: { include_usage: true },
+      ...(settings.temperature != null && { temperature: settings.temperature }),
+      ...(settings.topP != null && { top_p: settings.topP }),
+      ...(settings.stop != null && settings.stop.length > 0 && { stop: settings.stop }),
+      // OpenAI's own API wants max_completion_tokens (reasoning models refuse max_tokens);
+      // compatible servers still read max_tokens
+      ...(settings.maxTokens != null && (request.endpoint ? { max_tokens: settings.maxTokens } : { max_completion_tokens: settings.maxTokens })),
+      ...(settings.reasoningEffort != null && { reasoning_effort: settings.reasoningEffort as 'low' }),
+      ...settings.extra,
+    }
+    let inputTokens = 0
+    let outputTokens = 0
+    let finishReason = 'unknown'
+    try {
+      const stream = await client.chat.completions.create(body, { signal })
+      for await (const chunk of stream) {
+        const choice = chunk.choices[0]
+        if (choice?.delta?.content) yield { type: 'delta', text: choice.delta.content }
+        if (choice?.finish_reason) finishReason = choice.finish_reason
+        if (chunk.usage) {
+          inputTokens = chunk.usage.prompt_tokens
+          outputTokens = chunk.usage.completion_tokens
+        }
+      }
+      // the SDK streams end quietly when aborted: that is not a finished answer
+      signal.throwIfAborted()
+    } catch (error) {
+      if (signal.aborted) throw signal.reason
+      throw classifyVendorError(error, 'OpenAI')
+    }
+    yield { type: 'end', usage: { inputTokens, outputTokens }, finishReason }
+  }
+}

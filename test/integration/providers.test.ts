@@ -1,0 +1,118 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { AnthropicModelClient } from '../../src/providers/anthropic-client.js'
+import type { GenerateEvent, GenerateRequest, ModelClient } from '../../src/providers/model-client.js'
+import { OpenAIModelClient } from '../../src/providers/openai-client.js'
+import { ProviderError } from '../../src/providers/provider-error.js'
+import { Credential } from '../../src/runner/credentials.js'
+import { mergeSettings } from '../../src/runner/settings.js'
+import { FakeVendorServer } from '../fixtures/fake-vendor.js'
+
+const KEY = 'sk-test-provider-key-123456'
+
+function request(server: FakeVendorServer, text: string, settings = mergeSettings()): GenerateRequest {
+  return {
+    model: server.vendor === 'openai' ? 'gpt-test' : 'claude-test',
+    messages: [
+      { role: 'system', content: 'Be brief.' },
+      { role: 'user', content: text },
+    ],
+    settings,
+    endpoint: server.baseUrl,
+    credential: new Credential('PROFILE_ENV', 'TEST_KEY', KEY),
+  }
+}
+
+async function collect(client: ModelClient, req: GenerateRequest, signal = new AbortController().signal) {
+  const events: GenerateEvent[] = []
+  for await (const event of client.generate(req, signal)) events.push(event)
+  return events
+}
+
+describe.each([
+  ['openai', () => new OpenAIModelClient()],
+  ['anthropic', () => new AnthropicModelClient()],
+] as const)('the %s client against a fake vendor server', (vendor, makeClient) => {
+  let server: FakeVendorServer
+  const client = makeClient()
+  beforeAll(async () => {
+    server = await FakeVendorServer.start(vendor)
+  })
+  afterAll(() => server?.close())
+
+  it('streams the text and ends with the vendor usage', async () => {
+    const events = await collect(client, request(server, 'one two three'))
+    expect(events.filter((e) => e.type === 'delta').map((e) => (e as { text: string }).text).join('')).toBe('one two three')
+    expect(events.at(-1)).toEqual({ type: 'end', usage: { inputTokens: 5, outputTokens: 3 }, finishReason: vendor === 'openai' ? 'stop' : 'end_turn' })
+    const sent = server.requests.at(-1)!
+    expect(sent.apiKey).toBe(KEY)
+    if (vendor === 'anthropic') {
+      expect(sent.body.system).toBe('Be brief.')
+      expect(sent.body.messages).toEqual([{ role: 'user', content: 'one two three' }])
+    } else {
+      expect(sent.body.stream_options).toEqual({ include_usage: true })
+    }
+  })
+
+  it('maps settings onto the vendor parameters', async () => {
+    await collect(client, request(server, 'x', mergeSettings({ temperature: 0, maxTokens: 77, topP: 0.5, stop: ['END'], extra: { seed: 3 } })))
+    const body = server.requests.at(-1)!.body
+    expect(body).toMatchObject({ temperature: 0, top_p: 0.5, seed: 3 })
+    if (vendor === 'openai') expect(body).toMatchObject({ max_tokens: 77, stop: ['END'] })
+    else expect(body).toMatchObject({ max_tokens: 77, stop_sequences: ['END'] })
+  })
+
+  it.each([
+    [429, 'RETRYABLE', 'RATE_LIMITED'],
+    [500, 'RETRYABLE', 'SERVER_ERROR'],
+    [529, 'RETRYABLE', 'OVERLOADED'],
+    [401, 'NEXT_CANDIDATE', 'UNAUTHORIZED'],
+    [404, 'NEXT_CANDIDATE', 'NOT_FOUND'],
+    [400, 'FATAL', 'BAD_REQUEST'],
+  ])('classifies a %i answer', async (status, kind, reason) => {
+    server.script({ status, retryAfter: status === 429 ? '2' : undefined })
+    const error = await collect(client, request(server, 'x')).catch((e: unknown) => e)
+    expect(error).toBeInstanceOf(ProviderError)
+    expect(error).toMatchObject({ kind, reason, status })
+    if (status === 429) expect((error as ProviderError).retryAfterMs).toBe(2000)
+  })
+
+  it('treats a context-length rejection as fatal and never echoes a key in the message', async () => {
+    server.script({ status: 400, errorCode: 'context_length_exceeded', errorMessage: `prompt is too long for key ${KEY}` })
+    const error = (await collect(client, request(server, 'x')).catch((e: unknown) => e)) as ProviderError
+    expect(error).toMatchObject({ kind: 'FATAL', reason: 'CONTEXT_LENGTH' })
+    expect(error.message).not.toContain(KEY)
+  })
+
+  it('fails a stream cut halfway as a retryable network error, after the tokens it got', async () => {
+    server.script({ tokens: ['a ', 'b ', 'c ', 'd '], cutAfter: 2 })
+    const events: GenerateEvent[] = []
+    const error = await (async () => {
+      for await (const event of client.generate(request(server, 'x'), new AbortController().signal)) events.push(event)
+    })().catch((e: unknown) => e)
+    expect(events.map((e) => (e as { text?: string }).text)).toEqual(['a ', 'b '])
+    expect(error).toMatchObject({ kind: 'RETRYABLE', reason: 'NETWORK' })
+  })
+
+  it('closes the vendor request when aborted, mid-stream or while the vendor hangs', async () => {
+    server.script({ tokens: Array.from({ length: 50 }, (_, i) => `t${i} `), delayMs: 20 })
+    const controller = new AbortController()
+    const reason = new Error('stop')
+    const seen: string[] = []
+    const error = await (async () => {
+      for await (const event of client.generate(request(server, 'x'), controller.signal)) {
+        if (event.type === 'delta') seen.push(event.text)
+        if (seen.length === 3) controller.abort(reason)
+      }
+    })().catch((e: unknown) => e)
+    expect(error).toBe(reason)
+    await new Promise((r) => setTimeout(r, 100))
+    expect(server.requests.at(-1)).toMatchObject({ closedByClient: true, ended: false })
+
+    server.script({ hang: true })
+    const hanging = new AbortController()
+    setTimeout(() => hanging.abort(reason), 100)
+    await expect(collect(client, request(server, 'x'), hanging.signal)).rejects.toBe(reason)
+    await new Promise((r) => setTimeout(r, 100))
+    expect(server.requests.at(-1)!.closedByClient).toBe(true)
+  })
+})
