@@ -71,6 +71,9 @@ export class RenderError extends PromptlineError {
 
 export class CapacityError extends PromptlineError {
   readonly code = 'CAPACITY'
+  constructor(message: string, readonly backendId: string) {
+    super(message)
+  }
 }
 
 export class QueueFullError extends PromptlineError {
@@ -95,6 +98,11 @@ export class SteerRejectedError extends PromptlineError {
 
 export class GenerationError extends PromptlineError {
   readonly code = 'GENERATION'
+}
+
+/** Output could not be validated at all (not: the output was invalid, which is a result). */
+export class OutputValidationError extends PromptlineError {
+  readonly code = 'VALIDATION'
 }
 
 export class CancelledError extends PromptlineError {

@@ -41,12 +41,20 @@ export type SettingsLayer = z.infer<typeof settingsLayerSchema>
 export const BACKEND_KINDS = ['OPENAI', 'ANTHROPIC', 'FAKE'] as const
 export type BackendKind = (typeof BACKEND_KINDS)[number]
 
+const count = (min: number, max: number) => z.number().int().min(min).max(max)
+
 export const backendSchema = z.strictObject({
   id: idSchema,
   kind: looseEnum(BACKEND_KINDS, (v) => v.toUpperCase()),
   baseUrl: z.url({ protocol: /^https?$/ }).nullish(),
   credentialEnv: envNameSchema.nullish(),
   settings: settingsLayerSchema.nullish(),
+  /** Runs accepted at once, model calls in flight, runs allowed to wait (defaults 64, 16, 256). */
+  capacity: z.strictObject({ maxAccepted: count(1, 100_000), maxActive: count(1, 100_000), maxWaiting: count(0, 1_000_000) }).partial().nullish(),
+  /** Retries of 429/5xx/network failures on the same candidate (defaults 3 attempts, 250 ms doubling, at most 10 s). */
+  retry: z.strictObject({ maxAttempts: count(1, 10), baseDelayMs: count(0, 60_000), maxDelayMs: count(0, 600_000) }).partial().nullish(),
+  /** USD per million tokens, by model; a model without a price has a null cost. */
+  prices: z.record(z.string(), z.strictObject({ inputPerMillion: z.number().min(0), outputPerMillion: z.number().min(0) })).nullish(),
 })
 export type BackendDefinition = z.infer<typeof backendSchema>
 

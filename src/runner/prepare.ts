@@ -10,6 +10,7 @@ import {
   PromptLoadError,
 } from '../errors.js'
 import { resolveCredential, type Credential, type SecretLookup } from './credentials.js'
+import { unsupportedSetting } from '../providers/capabilities.js'
 import { compileOutputSchema } from './output-schema.js'
 import { mergeSettings, type EffectiveSettings } from './settings.js'
 import { renderTemplates } from './template.js'
@@ -72,8 +73,16 @@ export function profileTarget(
   }
 }
 
+/** One profile a run may use: the requested one first, then its failover candidates. */
+export interface Candidate extends ProfileTarget {
+  profile: Profile
+  backend: Backend
+}
+
 /** The cheap half: everything routing and admission need, no rendering, no model. */
 export interface Resolution extends ProfileTarget {
+  /** The profile first, then its candidates in priority order. */
+  candidates: Candidate[]
   tenantId: string
   sessionId: string | null
   /** Null for a plain `input` message. */
@@ -149,19 +158,21 @@ export class PromptPreparer {
       throw new ProfileLoadError(`default profile '${profileId}' of ${prompt ? `prompt '${prompt.id}'` : `session '${sessionId}'`} does not exist`)
     }
 
-    // 4. the backend
-    const backend = this.catalog.getBackend(profile.backendId)
-    if (!backend) throw new ProfileLoadError(`profile '${profile.id}' names unknown backend '${profile.backendId}'`)
-
-    // 5. settings and 6. credentials (endpoint, model and ranges were validated with each layer)
-    const target = profileTarget(profile, backend, overrides, requestEnv, this.secrets)
-    const { credential } = target
-    if (!credential.available) {
-      throw new CredentialsError(
-        credential.name
-          ? `profile '${profile.id}' has no credentials: set the environment variable ${credential.name}`
-          : `profile '${profile.id}' has no credentials: give it (or backend '${backend.id}') a credentialEnv`,
-      )
+    // 4.-6. the backend, settings (defaults < backend < profile < request) and credentials, for
+    // the profile and each failover candidate
+    const candidates: Candidate[] = []
+    for (const candidateProfile of [profile, ...(await this.candidateProfiles(tenantId, profile))]) {
+      const backend = this.catalog.getBackend(candidateProfile.backendId)
+      if (!backend) throw new ProfileLoadError(`profile '${candidateProfile.id}' names unknown backend '${candidateProfile.backendId}'`)
+      const target = profileTarget(candidateProfile, backend, overrides, requestEnv, this.secrets)
+      const unsupported = unsupportedSetting(backend.kind, target.settings)
+      if (unsupported) throw InvalidRequestError.at('overrides', `profile '${candidateProfile.id}': ${unsupported}`)
+      candidates.push({ profile: candidateProfile, backend, ...target })
+    }
+    const primary = candidates[0]!
+    if (!candidates.some((c) => c.credential.available)) {
+      const missing = candidates.map((c) => (c.credential.name ? `${c.credential.name} (profile '${c.profile.id}')` : `a credentialEnv for profile '${c.profile.id}'`))
+      throw new CredentialsError(`no credentials for profile '${profile.id}'${candidates.length > 1 ? ' or its candidates' : ''}: set ${missing.join(' or ')}`)
     }
 
     // 7. the output contract (its schema is compiled in the completion phase)
@@ -171,11 +182,25 @@ export class PromptPreparer {
       prompt,
       input,
       profile,
-      backend,
-      ...target,
+      backend: primary.backend,
+      model: primary.model,
+      endpoint: primary.endpoint,
+      settings: primary.settings,
+      credential: primary.credential,
+      candidates,
       output: prompt?.definition.output ?? { kind: 'TEXT', schema: null },
       variables,
     }
+  }
+
+  private async candidateProfiles(tenantId: string, profile: Profile): Promise<Profile[]> {
+    const found: Profile[] = []
+    for (const id of profile.candidates ?? []) {
+      const candidate = await this.catalog.getProfile(tenantId, id)
+      if (!candidate) throw new ProfileLoadError(`candidate profile '${id}' of profile '${profile.id}' does not exist`)
+      found.push(candidate)
+    }
+    return found
   }
 
   async complete(resolution: Resolution): Promise<PreparedPrompt> {

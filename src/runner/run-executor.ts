@@ -1,12 +1,16 @@
 import { randomUUID } from 'node:crypto'
+import type { CapacityPools, Release } from '../capacity/capacity-pool.js'
 import type { Backend } from '../catalog/catalog.js'
 import { PromptlineError } from '../errors.js'
 import type { SessionEventBus } from '../events/event-bus.js'
+import type { SessionEventData } from '../events/events.js'
 import type { Logger } from '../logger.js'
 import type { ModelClient } from '../providers/model-client.js'
-import type { SaveQueue } from '../store/save-queue.js'
+import type { QueueEntryRecord, RunRecord, TerminalReason } from '../store/records.js'
 import type { RunStore } from '../store/run-store.js'
-import type { QueueEntryRecord, RunRecord, TerminalReason, Usage } from '../store/records.js'
+import type { SaveQueue } from '../store/save-queue.js'
+import { ModelCaller } from './model-caller.js'
+import { repairInstruction, validateOutput, type ValidationResult } from './output-validation.js'
 import type { ChatMessage, PromptPreparer } from './prepare.js'
 import { redactSettings } from './settings.js'
 import type { SteerInbox } from './steer-inbox.js'
@@ -41,6 +45,7 @@ export interface RunResult {
 export interface RunExecutorDeps {
   preparer: PromptPreparer
   clientFor(backend: Backend): ModelClient
+  capacity: CapacityPools
   bus: SessionEventBus
   runs: RunStore
   saves: SaveQueue
@@ -52,9 +57,11 @@ export interface RunExecutorDeps {
 const now = () => new Date().toISOString()
 
 /**
- * Executes one queue entry: a durable run row, preparation, generation with steering, and a
- * typed outcome. Tokens go from the model stream through one coalescer to the event bus; no DB
- * write is awaited on the way, and row writes go through the ordered save queue.
+ * Executes one queue entry (DESIGN §2): a durable run row; resolution; a lease on the backend
+ * (waiting in line as WAITING_CAPACITY, or CAPACITY at once past its limit) before anything is
+ * rendered; rendering; generation with failover, steering and repairs; a typed outcome. Tokens
+ * go from the model stream through one coalescer to the event bus; nothing on that path awaits
+ * the database, and row writes go through the ordered save queue.
  */
 export class RunExecutor {
   constructor(private readonly deps: RunExecutorDeps) {}
@@ -77,7 +84,11 @@ export class RunExecutor {
       renderedHash: null,
       settings: {},
       output: null,
+      parsedOutput: null,
+      validation: null,
+      failoverAttempts: [],
       usage: null,
+      costUsd: null,
       startedAt: now(),
       firstTokenAt: null,
       finishedAt: null,
@@ -86,7 +97,7 @@ export class RunExecutor {
       errorMessage: null,
       terminalReason: null,
     }
-    const publish = (data: Parameters<SessionEventBus['publish']>[3]) => bus.publish(run.tenantId, entry.sessionId, run.id, data)
+    const publish = (data: SessionEventData) => bus.publish(run.tenantId, entry.sessionId, run.id, data)
     const save = () => {
       const snapshot = { ...run }
       saves.enqueue(run.id, () => runs.update(snapshot))
@@ -101,89 +112,98 @@ export class RunExecutor {
       const at = run.heartbeatAt
       saves.enqueue(run.id, () => runs.heartbeat(run.id, at))
     }, this.deps.heartbeatMs)
-    const coalescer = new TokenCoalescer((text) => publish({ type: 'TOKEN_DELTA', text }), this.deps.coalescer)
-    let output = ''
+    let attempt = 0
+    const coalescer = new TokenCoalescer((text) => publish({ type: 'TOKEN_DELTA', text, attempt }), this.deps.coalescer)
+    const leases = new Map<string, Release>()
+    const lease = async (backend: Backend) => {
+      if (leases.has(backend.id)) return leases.get(backend.id)!
+      const release = await this.deps.capacity.get(backend).lease(signal, () => {
+        run.status = 'WAITING_CAPACITY'
+        save()
+      })
+      leases.set(backend.id, release)
+      return release
+    }
+    let caller: ModelCaller | null = null
+    let answer = ''
     let segment = ''
-    const usage: Usage = { inputTokens: 0, outputTokens: 0 }
     const transcript: ChatMessage[] = []
     try {
-      const prepared = await this.deps.preparer.prepare({
-        tenantId: run.tenantId,
-        sessionId: entry.sessionId,
-        ...entry.request,
-      })
+      const resolution = await this.deps.preparer.resolve({ tenantId: run.tenantId, sessionId: entry.sessionId, ...entry.request })
       signal.throwIfAborted()
       Object.assign(run, {
-        promptVersion: prepared.prompt?.version ?? null,
-        definitionHash: prepared.prompt?.definitionHash ?? null,
-        renderedHash: prepared.renderedHash,
-        profileId: prepared.profile.id,
-        backendId: prepared.backend.id,
-        model: prepared.model,
-        settings: redactSettings(prepared.settings),
-        status: 'GENERATING',
+        promptVersion: resolution.prompt?.version ?? null,
+        definitionHash: resolution.prompt?.definitionHash ?? null,
+        profileId: resolution.profile.id,
+        backendId: resolution.backend.id,
+        model: resolution.model,
+        settings: redactSettings(resolution.settings),
       } satisfies Partial<RunRecord>)
+      // admission: a lease on the first backend with credentials, before anything is rendered
+      const first = resolution.candidates.find((c) => c.credential.available) ?? resolution.candidates[0]!
+      await lease(first.backend)
+      const prepared = await this.deps.preparer.complete(resolution)
+      signal.throwIfAborted()
+      Object.assign(run, { renderedHash: prepared.renderedHash, status: 'GENERATING' } satisfies Partial<RunRecord>)
       save()
       context.onGenerating()
 
-      const client = this.deps.clientFor(prepared.backend)
-      const messages = [...prepared.messages]
+      caller = new ModelCaller(resolution.candidates, this.deps, signal, lease)
+      let messages = [...prepared.messages]
       transcript.push(...prepared.turn)
-      // one model stream per segment; an accepted steer ends the segment at the next token
+      let validation: ValidationResult
       for (;;) {
-        segment = ''
-        let deltas = 0
-        let reported: Usage | null = null
-        const stream = new AbortController()
-        const forwardAbort = () => stream.abort(signal.reason)
-        signal.addEventListener('abort', forwardAbort, { once: true })
-        try {
-          const request = { model: prepared.model, messages, settings: prepared.settings, endpoint: prepared.endpoint, credential: prepared.credential }
-          for await (const event of client.generate(request, stream.signal)) {
-            if (event.type === 'end') {
-              reported = event.usage
-              continue
-            }
+        // one attempt: model calls until no steer is waiting
+        answer = ''
+        for (;;) {
+          segment = ''
+          const { endedEarly } = await caller.call(messages, (text) => {
             if (run.firstTokenAt === null) run.firstTokenAt = now()
-            segment += event.text
-            output += event.text
-            deltas++
-            coalescer.push(event.text)
-            if (context.steers.waiting) break
+            segment += text
+            answer += text
+            coalescer.push(text)
+            return context.steers.waiting
+          })
+          this.follow(run, caller)
+          const steers = context.steers.take()
+          if (steers.length === 0 && !endedEarly) break
+          coalescer.restart()
+          if (segment !== '') {
+            messages = [...messages, { role: 'assistant', content: segment }]
+            transcript.push({ role: 'assistant', content: segment })
           }
-        } catch (error) {
-          throw signal.aborted ? signal.reason : error
-        } finally {
-          signal.removeEventListener('abort', forwardAbort)
-          stream.abort()
-          // a stream cut short (steer, abort) never reports usage: count what arrived
-          usage.inputTokens += reported?.inputTokens ?? 0
-          usage.outputTokens += reported?.outputTokens ?? deltas
+          for (const steer of steers) {
+            messages = [...messages, { role: 'user', content: steer.text }]
+            transcript.push({ role: 'user', content: steer.text })
+            publish({ type: 'STEER_APPLIED', steerId: steer.steerId })
+          }
         }
-        signal.throwIfAborted()
-        const steers = context.steers.take()
-        if (steers.length === 0) break
+        coalescer.flush()
+        run.status = 'VALIDATING'
+        validation = validateOutput(prepared.output, answer)
+        if (validation.valid || attempt >= (prepared.prompt?.definition.maxRepairs ?? 0)) break
+        // a repair: the same lease, the answer and what was wrong with it, a fresh permit
         coalescer.restart()
-        if (segment !== '') {
-          messages.push({ role: 'assistant', content: segment })
-          transcript.push({ role: 'assistant', content: segment })
-        }
-        for (const steer of steers) {
-          messages.push({ role: 'user', content: steer.text })
-          transcript.push({ role: 'user', content: steer.text })
-          publish({ type: 'STEER_APPLIED', steerId: steer.steerId })
-        }
+        attempt++
+        run.status = 'REPAIRING'
+        save()
+        messages = [...messages, { role: 'assistant', content: answer }, { role: 'user', content: repairInstruction(prepared.output, validation.errors) }]
+        run.status = 'GENERATING'
       }
-      coalescer.flush()
       transcript.push({ role: 'assistant', content: segment })
-      Object.assign(run, { status: 'COMPLETED', terminalReason: 'COMPLETED' } satisfies Partial<RunRecord>)
-      return { run: this.ended(run, output, usage), transcript, stoppedBy: null }
+      Object.assign(run, {
+        status: 'COMPLETED',
+        terminalReason: 'COMPLETED',
+        parsedOutput: validation.parsed ?? null,
+        validation: { valid: validation.valid, errors: validation.errors, attempts: attempt + 1 },
+      } satisfies Partial<RunRecord>)
+      return { run: this.ended(run, answer, caller), transcript, stoppedBy: null }
     } catch (error) {
       coalescer.flush()
       if (error instanceof RunStop) {
         Object.assign(run, { status: 'ABORTED', terminalReason: error.reason, errorCode: 'CANCELLED', errorMessage: error.message } satisfies Partial<RunRecord>)
         if (segment !== '') transcript.push({ role: 'assistant', content: segment })
-        return { run: this.ended(run, output, usage), transcript, stoppedBy: error }
+        return { run: this.ended(run, answer, caller), transcript, stoppedBy: error }
       }
       const known = error instanceof PromptlineError
       if (!known) this.deps.logger.error('run failed unexpectedly', { runId: run.id, error: (error as Error)?.message })
@@ -193,16 +213,26 @@ export class RunExecutor {
         errorCode: known ? error.code : 'INTERNAL',
         errorMessage: known ? error.message : 'the run failed unexpectedly',
       } satisfies Partial<RunRecord>)
-      return { run: this.ended(run, output, usage), transcript, stoppedBy: null }
+      return { run: this.ended(run, answer, caller), transcript, stoppedBy: null }
     } finally {
       clearInterval(heartbeat)
       coalescer.close()
+      for (const release of leases.values()) release()
     }
   }
 
-  private ended(run: RunRecord, output: string, usage: Usage): RunRecord {
+  /** After a failover the run reports the profile that answered. */
+  private follow(run: RunRecord, caller: ModelCaller): void {
+    const { candidate } = caller
+    if (run.profileId === candidate.profile.id) return
+    Object.assign(run, { profileId: candidate.profile.id, backendId: candidate.backend.id, model: candidate.model, settings: redactSettings(candidate.settings) })
+  }
+
+  private ended(run: RunRecord, output: string, caller: ModelCaller | null): RunRecord {
     run.output = output
-    run.usage = usage
+    run.usage = caller ? { ...caller.usage } : { inputTokens: 0, outputTokens: 0 }
+    run.costUsd = caller ? caller.cost : null
+    run.failoverAttempts = caller ? [...caller.attempts] : []
     run.finishedAt = now()
     return run
   }

@@ -1,5 +1,6 @@
 import { GraphQLError } from 'graphql'
 import {
+  CapacityError,
   CredentialsError,
   ERROR_CODES,
   InvalidRequestError,
@@ -53,6 +54,13 @@ builder.objectType(QueueFullError, {
   description: 'An admission limit was reached; nothing was queued.',
   interfaces: [ErrorInterface],
   fields: (t) => ({ limit: t.exposeString('limit', { description: 'The limit that was reached, e.g. maxOutstandingPerSession.' }) }),
+})
+
+builder.objectType(CapacityError, {
+  name: 'CapacityError',
+  description: 'The backend accepts no more runs and its waiting line is full.',
+  interfaces: [ErrorInterface],
+  fields: (t) => ({ backendId: t.exposeID('backendId') }),
 })
 
 builder.objectType(SessionBusyError, {

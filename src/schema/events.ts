@@ -45,11 +45,12 @@ builder.objectRef<Of<'RUN_STARTED'>>('RunStartedEvent').implement({
 })
 
 builder.objectRef<Of<'TOKEN_DELTA'>>('TokenDeltaEvent').implement({
-  description: "Generated text; a run's deltas joined equal its output.",
+  description: "Generated text. A run's deltas of its last attempt, joined, equal its output.",
   interfaces: [SessionEventRef],
   fields: (t) => ({
     runId: t.id({ resolve: (e) => e.runId! }),
     text: t.exposeString('text'),
+    attempt: t.exposeInt('attempt', { description: '0 for the first generation, 1 for the first repair, …' }),
   }),
 })
 

@@ -1,5 +1,5 @@
 import { NotFoundError } from '../errors.js'
-import { RUN_STATUSES, TERMINAL_REASONS, type RunRecord, type Usage } from '../store/records.js'
+import { RUN_STATUSES, TERMINAL_REASONS, type FailoverAttempt, type OutputValidation, type RunRecord, type Usage } from '../store/records.js'
 import type { RunFilter } from '../store/run-store.js'
 import { builder } from './builder.js'
 import type { Context } from './context.js'
@@ -12,12 +12,45 @@ const TerminalReasonEnum = builder.enumType('TerminalReason', {
   values: TERMINAL_REASONS,
 })
 
-const UsageRef = builder.objectRef<Usage>('Usage').implement({
+export const UsageRef = builder.objectRef<Usage>('Usage').implement({
   description: 'Token counts as the vendor reported them (the fake backend counts words).',
   fields: (t) => ({
     inputTokens: t.exposeInt('inputTokens'),
     outputTokens: t.exposeInt('outputTokens'),
     totalTokens: t.int({ resolve: (u) => u.inputTokens + u.outputTokens }),
+  }),
+})
+
+const FailoverOutcomeEnum = builder.enumType('FailoverOutcome', {
+  values: {
+    SUCCEEDED: { description: 'The candidate answered.' },
+    FAILED: { description: 'The call failed; see errorCode.' },
+    SKIPPED: { description: 'The candidate has no credentials; nothing was sent.' },
+  },
+})
+
+const FailoverAttemptRef = builder.objectRef<FailoverAttempt>('FailoverAttempt').implement({
+  description: 'One try of one candidate profile during a run.',
+  fields: (t) => ({
+    profileId: t.exposeID('profileId'),
+    backendId: t.exposeID('backendId'),
+    model: t.exposeString('model'),
+    outcome: t.field({ type: FailoverOutcomeEnum, resolve: (a) => a.outcome }),
+    errorCode: t.exposeString('errorCode', {
+      nullable: true,
+      description: 'RATE_LIMITED, OVERLOADED, SERVER_ERROR, NETWORK, UNAUTHORIZED, NOT_FOUND, CONTEXT_LENGTH, BAD_REQUEST or NO_CREDENTIALS.',
+    }),
+    durationMs: t.exposeInt('durationMs'),
+    attempt: t.exposeInt('attempt', { description: '1 for the first call to the candidate, 2 for its first retry, …; 0 when skipped.' }),
+  }),
+})
+
+const ValidationRef = builder.objectRef<OutputValidation>('OutputValidation').implement({
+  description: "How the output met the prompt's contract.",
+  fields: (t) => ({
+    valid: t.exposeBoolean('valid'),
+    errors: t.exposeStringList('errors', { description: 'What was wrong with the last answer.' }),
+    attempts: t.exposeInt('attempts', { description: 'Generations made: 1 + repairs.' }),
   }),
 })
 
@@ -37,7 +70,11 @@ export const RunRef = builder.objectRef<RunRecord>('Run').implement({
     renderedHash: t.exposeString('renderedHash', { nullable: true }),
     settings: t.field({ type: 'JSON', description: 'Effective settings, secrets redacted.', resolve: (r) => r.settings }),
     output: t.exposeString('output', { nullable: true, description: 'The whole answer (partial for an aborted run); null while running.' }),
+    parsedOutput: t.field({ type: 'JSON', nullable: true, description: 'The output parsed, for JSON and JSON_SCHEMA prompts.', resolve: (r) => r.parsedOutput }),
+    validation: t.field({ type: ValidationRef, nullable: true, resolve: (r) => r.validation }),
+    failoverAttempts: t.field({ type: [FailoverAttemptRef], resolve: (r) => r.failoverAttempts }),
     usage: t.field({ type: UsageRef, nullable: true, resolve: (r) => r.usage }),
+    cost: t.float({ nullable: true, description: "USD from the catalog's per-model prices; null when a model used has no price.", resolve: (r) => r.costUsd }),
     startedAt: t.field({ type: 'DateTime', resolve: (r) => r.startedAt }),
     firstTokenAt: t.field({ type: 'DateTime', nullable: true, resolve: (r) => r.firstTokenAt }),
     finishedAt: t.field({ type: 'DateTime', nullable: true, resolve: (r) => r.finishedAt }),

@@ -4,7 +4,7 @@ import { builder } from './builder.js'
 import { encodeCursor, forwardPage, toConnection } from './paging.js'
 import { RoleEnum } from './prompt.js'
 import { QueueEntryRef } from './queue-entry.js'
-import { RunConnection, resolveRunConnection } from './run.js'
+import { RunConnection, UsageRef, resolveRunConnection } from './run.js'
 
 const SessionStatusEnum = builder.enumType('SessionStatus', {
   values: {
@@ -47,6 +47,16 @@ export const SessionRef = builder.objectRef<SessionRecord>('Session').implement(
       description: "The session's runs, newest first.",
       args: { first: t.arg.int(), after: t.arg.string() },
       resolve: (s, args, ctx) => resolveRunConnection(ctx, { sessionId: s.id }, args),
+    }),
+    usage: t.field({
+      type: UsageRef,
+      description: 'Token counts summed over the runs of the session.',
+      resolve: (s, _args, ctx) => ctx.services.sessions.totals(ctx.tenantId, s.id),
+    }),
+    cost: t.float({
+      nullable: true,
+      description: 'USD summed over the runs of the session; null when a run used a model without a price.',
+      resolve: async (s, _args, ctx) => (await ctx.services.sessions.totals(ctx.tenantId, s.id)).costUsd,
     }),
     createdAt: t.field({ type: 'DateTime', resolve: (s) => s.createdAt }),
     updatedAt: t.field({ type: 'DateTime', resolve: (s) => s.updatedAt }),

@@ -1,10 +1,12 @@
 import { Catalog, type Backend } from '../catalog/catalog.js'
 import type { BackendKind } from '../catalog/definitions.js'
 import { loadCatalogFiles } from '../catalog/files.js'
-import { GenerationError } from '../errors.js'
+import { CapacityPools } from '../capacity/capacity-pool.js'
 import { SessionEventBus, DEFAULT_EVENT_BUS_OPTIONS, type EventBusOptions } from '../events/event-bus.js'
 import type { Logger } from '../logger.js'
+import { AnthropicModelClient } from '../providers/anthropic-client.js'
 import { FakeModelClient } from '../providers/fake-client.js'
+import { OpenAIModelClient } from '../providers/openai-client.js'
 import type { ModelClient } from '../providers/model-client.js'
 import { DEFAULT_QUEUE_LIMITS, type QueueLimits } from '../queue/limits.js'
 import { PromptQueue } from '../queue/prompt-queue.js'
@@ -52,15 +54,18 @@ export async function createApp(options: AppOptions, secrets: SecretLookup, logg
     const preparer = new PromptPreparer(catalog, store.sessions, secrets)
     const saves = new SaveQueue((key, error) => logger.error('a record write failed', { key, error: (error as Error).message }))
     const bus = new SessionEventBus(store.events, store.sessions, logger, { ...DEFAULT_EVENT_BUS_OPTIONS, ...options.events })
-    const clients: Partial<Record<BackendKind, ModelClient>> = { FAKE: new FakeModelClient(), ...options.clients }
-    const clientFor = (backend: Backend): ModelClient => {
-      const client = clients[backend.kind]
-      if (!client) throw new GenerationError(`backend '${backend.id}' of kind ${backend.kind} is not supported by this server yet`)
-      return client
+    const clients: Record<BackendKind, ModelClient> = {
+      FAKE: new FakeModelClient(),
+      OPENAI: new OpenAIModelClient(),
+      ANTHROPIC: new AnthropicModelClient(),
+      ...options.clients,
     }
+    const clientFor = (backend: Backend): ModelClient => clients[backend.kind]
+    const capacity = new CapacityPools()
     const executor = new RunExecutor({
       preparer,
       clientFor,
+      capacity,
       bus,
       runs: store.runs,
       saves,
@@ -80,7 +85,7 @@ export async function createApp(options: AppOptions, secrets: SecretLookup, logg
     })
     const sessions = new SessionService(store, catalog, queue)
     const services = {
-      catalog: new CatalogService(catalog, secrets),
+      catalog: new CatalogService(catalog, secrets, capacity),
       sessions,
       runs: new RunService(store, preparer, queue, bus, sessions),
     }

@@ -1,3 +1,4 @@
+import type { CapacityPools, CapacitySnapshot } from '../capacity/capacity-pool.js'
 import type { Backend, Catalog, Profile, Prompt } from '../catalog/catalog.js'
 import { idSchema, parseInput, profileSchema, promptSchema, toPromptDefinition } from '../catalog/definitions.js'
 import { InvalidRequestError, NotFoundError } from '../errors.js'
@@ -17,7 +18,13 @@ export class CatalogService {
   constructor(
     private readonly catalog: Catalog,
     private readonly secrets: SecretLookup,
+    private readonly capacity: CapacityPools,
   ) {}
+
+  /** A backend's capacity limits and what is in use right now. */
+  capacityOf(backend: Backend): CapacitySnapshot {
+    return this.capacity.get(backend).snapshot()
+  }
 
   listPrompts(tenantId: string, afterId: string | null, limit: number): Promise<Prompt[]> {
     return this.catalog.listPrompts(tenantId, afterId, limit)

@@ -71,6 +71,10 @@ export class SessionService {
     return this.store.sessions.messages(tenantId, sessionId)
   }
 
+  totals(tenantId: string, sessionId: string) {
+    return this.store.runs.totals(tenantId, sessionId)
+  }
+
   status(tenantId: string, sessionId: string): Promise<SessionStatus> {
     return this.queue.status(tenantId, sessionId)
   }

@@ -69,6 +69,26 @@ export interface Usage {
   outputTokens: number
 }
 
+/** One try of one candidate during a run. */
+export interface FailoverAttempt {
+  profileId: string
+  backendId: string
+  model: string
+  outcome: 'SUCCEEDED' | 'FAILED' | 'SKIPPED'
+  /** Why it failed or was skipped: RATE_LIMITED, OVERLOADED, SERVER_ERROR, NETWORK, UNAUTHORIZED, NO_CREDENTIALS, … */
+  errorCode: string | null
+  durationMs: number
+  /** 1 for the first call to this candidate, 2 for its first retry, …; 0 when skipped. */
+  attempt: number
+}
+
+export interface OutputValidation {
+  valid: boolean
+  errors: string[]
+  /** Generations made: 1 + repairs. */
+  attempts: number
+}
+
 export interface RunRecord {
   id: string
   tenantId: string
@@ -85,7 +105,12 @@ export interface RunRecord {
   /** Effective settings, already redacted. */
   settings: unknown
   output: string | null
+  parsedOutput: unknown
+  validation: OutputValidation | null
+  failoverAttempts: FailoverAttempt[]
   usage: Usage | null
+  /** USD, from the catalog's prices; null when a model used has no price. */
+  costUsd: number | null
   startedAt: string
   firstTokenAt: string | null
   finishedAt: string | null

@@ -1,6 +1,10 @@
 import type { Prisma } from '@db/client'
 import type { Db } from './database.js'
-import type { RunRecord, RunStatus, TerminalReason } from './records.js'
+import { DbNull } from '@prisma/client/runtime/client'
+import type { FailoverAttempt, OutputValidation, RunRecord, RunStatus, TerminalReason } from './records.js'
+
+/** Json columns take DbNull (shared by both generated clients) for SQL NULL. */
+const jsonOrNull = (value: unknown) => (value === null || value === undefined ? DbNull : (value as Prisma.InputJsonValue))
 
 const select = {
   id: true,
@@ -17,6 +21,10 @@ const select = {
   renderedHash: true,
   settings: true,
   output: true,
+  parsedOutput: true,
+  validation: true,
+  failoverAttempts: true,
+  costUsd: true,
   inputTokens: true,
   outputTokens: true,
   startedAt: true,
@@ -33,9 +41,11 @@ const iso = (d: Date | null) => (d ? d.toISOString() : null)
 const date = (s: string | null) => (s ? new Date(s) : null)
 
 function toRecord(row: Row): RunRecord {
-  const { inputTokens, outputTokens, ...rest } = row
+  const { inputTokens, outputTokens, validation, failoverAttempts, ...rest } = row
   return {
     ...rest,
+    validation: validation as OutputValidation | null,
+    failoverAttempts: (failoverAttempts as FailoverAttempt[] | null) ?? [],
     status: row.status as RunStatus,
     terminalReason: row.terminalReason as TerminalReason | null,
     usage: inputTokens === null || outputTokens === null ? null : { inputTokens, outputTokens },
@@ -58,6 +68,10 @@ function toData(run: RunRecord) {
     renderedHash: run.renderedHash,
     settings: (run.settings ?? {}) as Prisma.InputJsonValue,
     output: run.output,
+    parsedOutput: jsonOrNull(run.parsedOutput),
+    validation: jsonOrNull(run.validation),
+    failoverAttempts: run.failoverAttempts as unknown as Prisma.InputJsonValue,
+    costUsd: run.costUsd,
     inputTokens: run.usage?.inputTokens ?? null,
     outputTokens: run.usage?.outputTokens ?? null,
     firstTokenAt: date(run.firstTokenAt),
@@ -118,6 +132,19 @@ export class RunStore {
       select,
     })
     return rows.map(toRecord)
+  }
+
+  /** Usage and cost summed over a session's runs; cost is null when any run with usage has none. */
+  async totals(tenantId: string, sessionId: string): Promise<{ inputTokens: number; outputTokens: number; costUsd: number | null }> {
+    const [sums, unpriced] = await Promise.all([
+      this.db.run.aggregate({ where: { tenantId, sessionId }, _sum: { inputTokens: true, outputTokens: true, costUsd: true } }),
+      this.db.run.count({ where: { tenantId, sessionId, costUsd: null, OR: [{ inputTokens: { gt: 0 } }, { outputTokens: { gt: 0 } }] } }),
+    ])
+    return {
+      inputTokens: sums._sum.inputTokens ?? 0,
+      outputTokens: sums._sum.outputTokens ?? 0,
+      costUsd: unpriced > 0 ? null : (sums._sum.costUsd ?? 0),
+    }
   }
 
   /** Runs not yet terminal, across tenants (used at start-up). */

@@ -30,7 +30,7 @@ export async function waitForEntry(t: TestServer, sessionId: string, queueId: st
   for (;;) {
     const entry = (await t.request(QueueEntryDocument, { sessionId, queueId })).data?.queueEntry
     if (entry && statuses.includes(entry.status)) return entry
-    if (Date.now() > deadline) throw new Error(`entry ${queueId} stayed ${entry?.status}`)
+    if (Date.now() > deadline) throw new Error(`entry ${queueId} stayed ${entry?.status} (${JSON.stringify(entry?.error)})`)
     await new Promise((r) => setTimeout(r, 20))
   }
 }

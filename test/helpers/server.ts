@@ -105,7 +105,7 @@ export async function startTestServer(options: {
   const app = await createApp(
     { databaseUrl: database.url, catalogDir: DEFAULT_CATALOG, shutdownGraceMs: 0, ...options.app, clients: { FAKE: model, ...options.app?.clients } },
     () => undefined,
-    createLogger('silent'),
+    createLogger(process.env.TEST_LOG_LEVEL === 'debug' ? 'debug' : process.env.TEST_LOG_LEVEL === 'error' ? 'error' : 'silent'),
   )
   const http = await startHttpServer(app.yoga, '127.0.0.1', 0)
   const client = wsClient(http.url)

@@ -136,9 +136,9 @@ describe('prompt preparation', () => {
     it('CREDENTIALS, naming the variable to set', async () => {
       delete env.OPENAI_API_KEY
       expect(await codeOf({ promptId: 'chat', profileId: 'p-openai', variables: { input: 'x' } })).toBe(
-        "CREDENTIALS: profile 'p-openai' has no credentials: set the environment variable OPENAI_API_KEY",
+        "CREDENTIALS: no credentials for profile 'p-openai': set OPENAI_API_KEY (profile 'p-openai')",
       )
-      expect(await codeOf({ promptId: 'chat', profileId: 'p-openai', variables: { input: 'x' }, credentialEnv: 'MY_KEY' })).toMatch(/set the environment variable MY_KEY/)
+      expect(await codeOf({ promptId: 'chat', profileId: 'p-openai', variables: { input: 'x' }, credentialEnv: 'MY_KEY' })).toMatch(/set MY_KEY/)
     })
   })
 })

@@ -1,0 +1,146 @@
+import type { CapacityPools, Release } from '../capacity/capacity-pool.js'
+import type { Backend } from '../catalog/catalog.js'
+import { CredentialsError, GenerationError, PromptlineError } from '../errors.js'
+import { sleep } from '../providers/fake-client.js'
+import type { ModelClient } from '../providers/model-client.js'
+import { ProviderError, classifyVendorError } from '../providers/provider-error.js'
+import type { FailoverAttempt, Usage } from '../store/records.js'
+import type { Candidate, ChatMessage } from './prepare.js'
+
+export const DEFAULT_RETRY = { maxAttempts: 3, baseDelayMs: 250, maxDelayMs: 10_000 }
+
+export interface ModelCallerDeps {
+  clientFor(backend: Backend): ModelClient
+  capacity: CapacityPools
+}
+
+/**
+ * Makes a run's model calls: walks the profile's candidates in priority order (skipping those
+ * without credentials, without sending anything), retries rate limits, overload, 5xx and
+ * network failures on the same candidate with bounded exponential backoff that honours
+ * retry-after, moves on after auth/model errors or spent retries, and stops at once on a fatal
+ * one. Once a candidate answers, later calls of the run (steer segments, repairs) stay on it.
+ * Holds the backend's permit only around each call. Records every attempt, usage and cost.
+ */
+export class ModelCaller {
+  readonly attempts: FailoverAttempt[] = []
+  readonly usage: Usage = { inputTokens: 0, outputTokens: 0 }
+  /** USD; null as soon as one call's model has no price. */
+  cost: number | null = 0
+  private current = 0
+  private readonly skipped = new Set<number>()
+
+  constructor(
+    private readonly candidates: Candidate[],
+    private readonly deps: ModelCallerDeps,
+    private readonly signal: AbortSignal,
+    /** Leases held per backend for the run; the first is taken at admission. */
+    private readonly lease: (backend: Backend) => Promise<Release>,
+  ) {}
+
+  /** The candidate the run is on now. */
+  get candidate(): Candidate {
+    return this.candidates[this.current]!
+  }
+
+  /**
+   * One generation. `onDelta` gets each text delta and returns true to end the stream early
+   * (a steer); the result says whether it did.
+   */
+  async call(messages: ChatMessage[], onDelta: (text: string) => boolean): Promise<{ text: string; endedEarly: boolean }> {
+    const { signal } = this
+    let lastError: ProviderError | null = null
+    for (let index = this.current; index < this.candidates.length; index++) {
+      const candidate = this.candidates[index]!
+      if (!candidate.credential.available) {
+        if (!this.skipped.has(index)) {
+          this.skipped.add(index)
+          this.record(candidate, 'SKIPPED', 'NO_CREDENTIALS', 0, 0)
+        }
+        continue
+      }
+      await this.lease(candidate.backend)
+      const pool = this.deps.capacity.get(candidate.backend)
+      const retry = { ...DEFAULT_RETRY, ...candidate.backend.retry }
+      const client = this.deps.clientFor(candidate.backend)
+      for (let attempt = 1; attempt <= retry.maxAttempts; attempt++) {
+        const release = await pool.permit(signal)
+        const started = performance.now()
+        let text = ''
+        let deltas = 0
+        let endedEarly = false
+        try {
+          const request = { model: candidate.model, messages, settings: candidate.settings, endpoint: candidate.endpoint, credential: candidate.credential }
+          let reported: Usage | null = null
+          for await (const event of client.generate(request, signal)) {
+            if (event.type === 'end') {
+              reported = event.usage
+              continue
+            }
+            text += event.text
+            deltas++
+            if (onDelta(event.text)) {
+              endedEarly = true
+              break
+            }
+          }
+          signal.throwIfAborted()
+          // a stream ended early never reports usage: count the deltas that arrived
+          this.charge(candidate, reported ?? { inputTokens: 0, outputTokens: deltas })
+          this.record(candidate, 'SUCCEEDED', null, performance.now() - started, attempt)
+          this.current = index
+          return { text, endedEarly }
+        } catch (error) {
+          if (signal.aborted) {
+            this.charge(candidate, { inputTokens: 0, outputTokens: deltas })
+            throw signal.reason
+          }
+          const failure = error instanceof PromptlineError ? new ProviderError(error.message, 'FATAL', null, null, error.code) : classifyVendorError(error, candidate.backend.kind)
+          this.record(candidate, 'FAILED', failure.reason, performance.now() - started, attempt)
+          if (deltas > 0) {
+            this.charge(candidate, { inputTokens: 0, outputTokens: deltas })
+            throw new GenerationError(`${failure.message} after ${deltas} tokens had been streamed; not retried, so no text is repeated`)
+          }
+          if (failure.kind === 'FATAL') throw error instanceof PromptlineError ? error : new GenerationError(failure.message)
+          lastError = failure
+          if (failure.kind !== 'RETRYABLE' || attempt === retry.maxAttempts) break
+          const backoff = Math.min(retry.maxDelayMs, retry.baseDelayMs * 2 ** (attempt - 1)) * (0.8 + Math.random() * 0.4)
+          // a vendor that asks for a longer wait than we allow is left for the next candidate
+          if (failure.retryAfterMs !== null && failure.retryAfterMs > retry.maxDelayMs) break
+          await sleep(failure.retryAfterMs ?? backoff, signal)
+        } finally {
+          release()
+        }
+      }
+    }
+    if (lastError === null) {
+      const names = this.candidates.map((c) => c.credential.name ?? `a credentialEnv for profile '${c.profile.id}'`)
+      throw new CredentialsError(`no candidate has credentials: set ${names.join(' or ')}`)
+    }
+    const failures = this.attempts.filter((a) => a.outcome === 'FAILED')
+    if (failures.every((a) => a.errorCode === 'UNAUTHORIZED')) {
+      throw new CredentialsError(`every candidate's credentials were refused (${[...new Set(failures.map((a) => a.profileId))].join(', ')})`)
+    }
+    throw new GenerationError(`every candidate failed; the last: ${lastError.message}`)
+  }
+
+  private charge(candidate: Candidate, usage: Usage): void {
+    this.usage.inputTokens += usage.inputTokens
+    this.usage.outputTokens += usage.outputTokens
+    if (usage.inputTokens === 0 && usage.outputTokens === 0) return
+    const price = candidate.backend.prices?.[candidate.model]
+    this.cost = price && this.cost !== null ? this.cost + (usage.inputTokens * price.inputPerMillion + usage.outputTokens * price.outputPerMillion) / 1e6 : null
+  }
+
+  private record(candidate: Candidate, outcome: FailoverAttempt['outcome'], errorCode: string | null, durationMs: number, attempt: number): void {
+    this.attempts.push({
+      profileId: candidate.profile.id,
+      backendId: candidate.backend.id,
+      model: candidate.model,
+      outcome,
+      errorCode,
+      durationMs: Math.round(durationMs),
+      attempt,
+    })
+  }
+}
