@@ -99,13 +99,21 @@ export async function startTestServer(options: {
   provider: TestDatabase['provider']
   database?: TestDatabase
   app?: Partial<AppOptions>
+  /** Environment variables the server may read keys from. */
+  secrets?: Record<string, string>
+  /** Collects every log line (debug level) when given. */
+  logLines?: string[]
 }): Promise<TestServer> {
   const database = options.database ?? (await createTestDatabase(options.provider))
   const model = new RecordingFakeClient()
+  const secrets = options.secrets ?? {}
+  const logger = options.logLines
+    ? createLogger('debug', (line) => options.logLines!.push(line))
+    : createLogger(process.env.TEST_LOG_LEVEL === 'debug' ? 'debug' : process.env.TEST_LOG_LEVEL === 'error' ? 'error' : 'silent')
   const app = await createApp(
     { databaseUrl: database.url, catalogDir: DEFAULT_CATALOG, shutdownGraceMs: 0, ...options.app, clients: { FAKE: model, ...options.app?.clients } },
-    () => undefined,
-    createLogger(process.env.TEST_LOG_LEVEL === 'debug' ? 'debug' : process.env.TEST_LOG_LEVEL === 'error' ? 'error' : 'silent'),
+    (name) => secrets[name],
+    logger,
   )
   const http = await startHttpServer(app.yoga, '127.0.0.1', 0)
   const client = wsClient(http.url)
