@@ -1,0 +1,10 @@
+// The fake OpenAI server in a process of its own, so the floor and promptline share it:
+// tsx bench/fake-openai.ts <tokenDelayMs>; prints its base URL.
+import { FakeVendorServer } from '../test/fixtures/fake-vendor.js'
+
+const server = await FakeVendorServer.start('openai')
+server.defaults = { delayMs: Number(process.argv[2] ?? 0) }
+// keep no history: a bench sends many thousands of requests
+server.requests.push = () => 0
+process.stdout.write(`${server.baseUrl}\n`)
+process.on('SIGTERM', () => void server.close().then(() => process.exit(0)))
