@@ -57,6 +57,12 @@ export const promptDefinitionHash = (definition: PromptDefinition): string => ha
 export class Catalog implements CatalogReader {
   private readonly backends: Map<string, Backend>
   private readonly fileProfiles: Map<string, Profile>
+  /**
+   * Parsed lookups by tenant and id, so a run reads no definition from the database. This
+   * process writes every change through save/delete below, which drop the entry.
+   */
+  private readonly prompts = new LookupCache<Prompt>()
+  private readonly profiles = new LookupCache<Profile>()
 
   private constructor(private readonly store: Store, files: CatalogFiles) {
     this.backends = new Map(files.backends.map((b) => [b.id, b]))
@@ -87,10 +93,12 @@ export class Catalog implements CatalogReader {
     return [...this.backends.values()]
   }
 
-  async getPrompt(tenantId: string, id: string): Promise<Prompt | null> {
-    const rows = await this.store.prompts.find([tenantId, CATALOG_TENANT], id)
-    const row = rows.find((r) => r.tenantId === tenantId) ?? rows[0]
-    return row ? toPrompt(row) : null
+  getPrompt(tenantId: string, id: string): Promise<Prompt | null> {
+    return this.prompts.get(tenantId, id, async () => {
+      const rows = await this.store.prompts.find([tenantId, CATALOG_TENANT], id)
+      const row = rows.find((r) => r.tenantId === tenantId) ?? rows[0]
+      return row ? toPrompt(row) : null
+    })
   }
 
   /** Up to `limit` prompts with id > afterId, in id order, a tenant's own shadowing the catalog's. */
@@ -107,6 +115,7 @@ export class Catalog implements CatalogReader {
       this.store.prompts.find([CATALOG_TENANT], id),
       this.store.prompts.latestVersion(tenantId, id),
     ])
+    this.prompts.drop(tenantId, id)
     const row = await this.store.prompts.save({
       tenantId,
       id,
@@ -117,18 +126,22 @@ export class Catalog implements CatalogReader {
       // one the numbering of its deleted predecessor: a (id, version) pair is never reused
       floorVersion: Math.max(latest, catalogRows[0]?.version ?? 0),
     })
+    this.prompts.drop(tenantId, id) // a lookup that raced the write may have cached the old row
     return toPrompt(row)
   }
 
   /** Deletes a tenant's own prompt; a file-defined one cannot be deleted through the API. */
   async deletePrompt(tenantId: string, id: string): Promise<'deleted' | 'catalog' | 'missing'> {
+    this.prompts.drop(tenantId, id)
     if (await this.store.prompts.delete(tenantId, id)) return 'deleted'
     return (await this.store.prompts.find([CATALOG_TENANT], id)).length > 0 ? 'catalog' : 'missing'
   }
 
-  async getProfile(tenantId: string, id: string): Promise<Profile | null> {
-    const [row] = await this.store.profiles.find([tenantId], id)
-    return row ? toProfile(row) : (this.fileProfiles.get(id) ?? null)
+  getProfile(tenantId: string, id: string): Promise<Profile | null> {
+    return this.profiles.get(tenantId, id, async () => {
+      const [row] = await this.store.profiles.find([tenantId], id)
+      return row ? toProfile(row) : (this.fileProfiles.get(id) ?? null)
+    })
   }
 
   async listProfiles(tenantId: string): Promise<Profile[]> {
@@ -138,12 +151,38 @@ export class Catalog implements CatalogReader {
   }
 
   async saveProfile(tenantId: string, definition: ProfileDefinition): Promise<Profile> {
-    return toProfile(await this.store.profiles.save(tenantId, definition.id, definition))
+    this.profiles.drop(tenantId, definition.id)
+    const row = await this.store.profiles.save(tenantId, definition.id, definition)
+    this.profiles.drop(tenantId, definition.id) // a lookup that raced the write may have cached the old row
+    return toProfile(row)
   }
 
   async deleteProfile(tenantId: string, id: string): Promise<'deleted' | 'catalog' | 'missing'> {
+    this.profiles.drop(tenantId, id)
     if (await this.store.profiles.delete(tenantId, id)) return 'deleted'
     return this.fileProfiles.has(id) ? 'catalog' : 'missing'
+  }
+}
+
+/** Lookups by (tenant, id), misses included; bounded by clearing when full. */
+class LookupCache<T> {
+  private readonly entries = new Map<string, Promise<T | null>>()
+  constructor(private readonly max = 10_000) {}
+
+  get(tenantId: string, id: string, load: () => Promise<T | null>): Promise<T | null> {
+    const key = `${tenantId}/${id}`
+    let found = this.entries.get(key)
+    if (!found) {
+      if (this.entries.size >= this.max) this.entries.clear()
+      found = load()
+      this.entries.set(key, found)
+      found.catch(() => this.entries.delete(key))
+    }
+    return found
+  }
+
+  drop(tenantId: string, id: string): void {
+    this.entries.delete(`${tenantId}/${id}`)
   }
 }
 

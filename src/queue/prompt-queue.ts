@@ -9,7 +9,7 @@ import type { QueueStore } from '../store/queue-store.js'
 import type { QueueEntryRecord, RunRecord, RunRequest } from '../store/records.js'
 import type { RunStore } from '../store/run-store.js'
 import type { SaveQueue } from '../store/save-queue.js'
-import type { SessionStore } from '../store/session-store.js'
+import type { SessionMemory } from '../store/session-memory.js'
 import type { QueueLimits } from './limits.js'
 
 /** What to do with a prompt that arrives while its session is busy. */
@@ -39,6 +39,8 @@ class SessionQueue {
   readonly timers = new Map<string, NodeJS.Timeout>()
   active: ActiveRun | null = null
   deleting = false
+  /** Terminal entries in the store; unknown (null) until the first prune counts them. */
+  terminalCount: number | null = null
   constructor(
     readonly tenantId: string,
     readonly sessionId: string,
@@ -85,7 +87,7 @@ export interface PromptQueueDeps {
   bus: SessionEventBus
   entries: QueueStore
   runs: RunStore
-  sessions: SessionStore
+  sessions: SessionMemory
   saves: SaveQueue
   limits: QueueLimits
   logger: Logger
@@ -128,7 +130,7 @@ export class PromptQueue {
 
   private saveEntry(entry: QueueEntryRecord): void {
     const snapshot = { ...entry }
-    this.deps.saves.enqueue(entry.queueId, () => this.deps.entries.update(snapshot))
+    this.deps.saves.enqueue(entry.queueId, () => this.deps.entries.update(snapshot), 'row')
   }
 
   async admit(admission: AdmitRequest): Promise<QueueEntryView> {
@@ -254,11 +256,12 @@ export class PromptQueue {
         onRunCreated: (run) => {
           active.run = run
           entry.runId = run.id
+          this.saveEntry(entry) // replaces the STARTING write queued just before, now with its run
           this.activeRuns.set(run.id, active)
         },
         onGenerating: () => {
+          // not written: STARTING already marks it mid-run in the store, RUNNING lives in memory
           entry.status = 'RUNNING'
-          this.saveEntry(entry)
           this.publishEntry(queue, 'RUNNING', entry)
         },
       })
@@ -267,7 +270,7 @@ export class PromptQueue {
       keepHistory = run.status === 'COMPLETED' ? 'ALL' : active.historyOnStop
       if (keepHistory !== 'NONE' && transcript.length > 0 && !queue.deleting) {
         const interruptedLast = keepHistory === 'INTERRUPT' && transcript.at(-1)!.role === 'assistant'
-        const appended = await this.deps.sessions.appendMessages(
+        const appended = await this.deps.sessions.append(
           queue.tenantId,
           queue.sessionId,
           transcript.map((m, i) => ({ ...m, runId: run.id, interrupted: interruptedLast && i === transcript.length - 1 })),
@@ -301,7 +304,12 @@ export class PromptQueue {
     this.saveEntry(entry)
     const { tenantId, sessionId } = queue
     const keep = this.deps.limits.retainedTerminalPerSession
-    this.deps.saves.enqueue(entry.queueId, () => this.deps.entries.pruneTerminal(tenantId, sessionId, keep))
+    // prune only when the count may be over the limit, not once per run
+    if (queue.terminalCount === null || ++queue.terminalCount > keep) {
+      this.deps.saves.enqueue(entry.queueId, async () => {
+        queue.terminalCount = await this.deps.entries.pruneTerminal(tenantId, sessionId, keep)
+      })
+    }
     if (!queue.deleting) this.publishEntry(queue, 'FINISHED', entry)
     for (const wake of this.waiters.get(entry.queueId) ?? []) wake()
     this.waiters.delete(entry.queueId)
@@ -463,6 +471,7 @@ export class PromptQueue {
   forget(tenantId: string, sessionId: string): void {
     this.sessions.delete(sessionKey(tenantId, sessionId))
     this.deps.bus.forget(tenantId, sessionId)
+    this.deps.sessions.forget(tenantId, sessionId)
   }
 
   /**

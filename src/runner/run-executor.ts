@@ -100,7 +100,7 @@ export class RunExecutor {
     const publish = (data: SessionEventData) => bus.publish(run.tenantId, entry.sessionId, run.id, data)
     const save = () => {
       const snapshot = { ...run }
-      saves.enqueue(run.id, () => runs.update(snapshot))
+      saves.enqueue(run.id, () => runs.update(snapshot), 'row')
     }
     const inserted = { ...run }
     saves.enqueue(run.id, () => runs.insert(inserted))
@@ -240,7 +240,7 @@ export class RunExecutor {
   /** Writes the terminal row and publishes RUN_FINISHED; call after the history was written. */
   finalize(run: RunRecord): void {
     const snapshot = { ...run }
-    this.deps.saves.enqueue(run.id, () => this.deps.runs.update(snapshot))
+    this.deps.saves.enqueue(run.id, () => this.deps.runs.update(snapshot), 'row')
     if (run.sessionId) this.deps.bus.publish(run.tenantId, run.sessionId, run.id, { type: 'RUN_FINISHED', run: snapshot })
   }
 }

@@ -19,6 +19,7 @@ import { CatalogService } from '../services/catalog-service.js'
 import { RunService } from '../services/run-service.js'
 import { SessionService } from '../services/session-service.js'
 import { SaveQueue } from '../store/save-queue.js'
+import { SessionMemory } from '../store/session-memory.js'
 import { openStore, type Store } from '../store/store.js'
 import { createPromptlineYoga, type PromptlineYoga } from './yoga.js'
 
@@ -51,7 +52,8 @@ export async function createApp(options: AppOptions, secrets: SecretLookup, logg
   const store = await openStore(options.databaseUrl)
   try {
     const catalog = await Catalog.open(store, files)
-    const preparer = new PromptPreparer(catalog, store.sessions, secrets)
+    const sessionMemory = new SessionMemory(store.sessions)
+    const preparer = new PromptPreparer(catalog, sessionMemory, secrets)
     const saves = new SaveQueue((key, error) => logger.error('a record write failed', { key, error: (error as Error).message }))
     const bus = new SessionEventBus(store.events, store.sessions, logger, { ...DEFAULT_EVENT_BUS_OPTIONS, ...options.events })
     const clients: Record<BackendKind, ModelClient> = {
@@ -78,12 +80,12 @@ export async function createApp(options: AppOptions, secrets: SecretLookup, logg
       bus,
       entries: store.entries,
       runs: store.runs,
-      sessions: store.sessions,
+      sessions: sessionMemory,
       saves,
       limits: { ...DEFAULT_QUEUE_LIMITS, ...options.limits },
       logger,
     })
-    const sessions = new SessionService(store, catalog, queue)
+    const sessions = new SessionService(store, sessionMemory, catalog, queue)
     const services = {
       catalog: new CatalogService(catalog, secrets, capacity),
       sessions,

@@ -6,6 +6,7 @@ import { InvalidRequestError, NotFoundError } from '../errors.js'
 import type { PromptQueue, QueueEntryView, SessionStatus } from '../queue/prompt-queue.js'
 import { isUniqueViolation } from '../store/errors.js'
 import type { MessageRecord, SessionRecord } from '../store/records.js'
+import type { SessionMemory } from '../store/session-memory.js'
 import type { SessionCursor } from '../store/session-store.js'
 import type { Store } from '../store/store.js'
 
@@ -20,6 +21,7 @@ const createSessionSchema = z.strictObject({
 export class SessionService {
   constructor(
     private readonly store: Store,
+    private readonly memory: SessionMemory,
     private readonly catalog: Catalog,
     private readonly queue: PromptQueue,
   ) {}
@@ -31,13 +33,15 @@ export class SessionService {
     }
     const id = parsed.id ?? randomUUID()
     try {
-      return await this.store.sessions.create({
+      const session = await this.store.sessions.create({
         tenantId,
         id,
         title: parsed.title ?? null,
         defaultProfileId: parsed.defaultProfileId ?? null,
         metadata: parsed.metadata ?? null,
       })
+      this.memory.remember(session)
+      return session
     } catch (error) {
       if (isUniqueViolation(error)) throw InvalidRequestError.at('input.id', `a session '${id}' already exists`)
       throw error
@@ -45,7 +49,7 @@ export class SessionService {
   }
 
   get(tenantId: string, id: string): Promise<SessionRecord | null> {
-    return this.store.sessions.find(tenantId, parseInput(idSchema, id, 'id'))
+    return this.memory.find(tenantId, parseInput(idSchema, id, 'id'))
   }
 
   async require(tenantId: string, id: string): Promise<SessionRecord> {
@@ -68,7 +72,7 @@ export class SessionService {
   }
 
   messages(tenantId: string, sessionId: string): Promise<MessageRecord[]> {
-    return this.store.sessions.messages(tenantId, sessionId)
+    return this.memory.messages(tenantId, sessionId)
   }
 
   totals(tenantId: string, sessionId: string) {

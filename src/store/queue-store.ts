@@ -118,14 +118,15 @@ export class QueueStore {
     return rows.map(toRecord)
   }
 
-  /** Keeps the newest `keep` terminal entries of a session. */
-  async pruneTerminal(tenantId: string, sessionId: string, keep: number): Promise<void> {
-    const stale = await this.db.queueEntry.findMany({
+  /** Keeps the newest `keep` terminal entries of a session; returns how many it kept. */
+  async pruneTerminal(tenantId: string, sessionId: string, keep: number): Promise<number> {
+    const terminal = await this.db.queueEntry.findMany({
       where: { tenantId, sessionId, status: { in: [...TERMINAL_ENTRY_STATUSES] } },
       orderBy: { queueSequence: 'desc' },
-      skip: keep,
       select: { id: true },
     })
+    const stale = terminal.slice(keep)
     if (stale.length > 0) await this.db.queueEntry.deleteMany({ where: { id: { in: stale.map((r) => r.id) } } })
+    return terminal.length - stale.length
   }
 }

@@ -87,22 +87,11 @@ export class SessionStore {
     return rows.map((m) => ({ ...m, role: m.role as MessageRecord['role'], createdAt: m.createdAt.toISOString() }))
   }
 
-  /**
-   * Appends messages after the last one in one statement. Only the session's queue appends, one
-   * run at a time, so the read-then-insert needs no interactive transaction (and the unique
-   * position would refuse a second writer).
-   */
-  async appendMessages(
-    tenantId: string,
-    sessionId: string,
-    messages: { role: MessageRecord['role']; content: string; runId: string | null; interrupted: boolean }[],
-  ): Promise<MessageRecord[]> {
-    if (messages.length === 0) return []
-    const last = await this.db.message.findFirst({ where: { tenantId, sessionId }, orderBy: { position: 'desc' }, select: { position: true } })
-    const createdAt = new Date()
-    const rows = messages.map((m, i) => ({ id: crypto.randomUUID(), tenantId, sessionId, position: (last?.position ?? 0) + i + 1, createdAt, ...m }))
-    await this.db.message.createMany({ data: rows })
-    return rows.map(({ tenantId: _tenant, ...m }) => ({ ...m, createdAt: createdAt.toISOString() }))
+  /** Inserts messages at the given positions (the caller knows the last one), in one statement. */
+  async insertMessages(tenantId: string, sessionId: string, messages: MessageRecord[]): Promise<void> {
+    await this.db.message.createMany({
+      data: messages.map((m) => ({ ...m, tenantId, sessionId, createdAt: new Date(m.createdAt) })),
+    })
   }
 
   async sequenceCeiling(tenantId: string, id: string): Promise<number> {

@@ -62,7 +62,9 @@ describe.each(providers)('a server restart (%s)', (provider) => {
     server = await startTestServer({ provider, database })
     const interrupted = await waitForEntry(server, 'crash', first.entry.queueId, ['FAILED'])
     expect(interrupted.error).toEqual({ code: 'INTERNAL', message: 'interrupted by a server restart' })
-    const run = (await server.request(RunDocument, { id: interrupted.runId! })).data!.run!
+    const runResult = await server.request(RunDocument, { id: interrupted.runId! })
+    expect(runResult.errors).toBeUndefined()
+    const run = runResult.data!.run!
     expect(run).toMatchObject({ status: 'FAILED', terminalReason: 'INTERRUPTED', errorCode: 'INTERNAL' })
 
     const resumed = await waitForEntry(server, 'crash', second.entry.queueId, ['COMPLETED'])
