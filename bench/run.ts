@@ -72,7 +72,8 @@ function request<T>(client: Client, query: string, variables: Record<string, unk
   })
 }
 
-const CREATE = 'mutation($id: ID!, $p: ID!) { createSession(input: { id: $id, defaultProfileId: $p }) { __typename } }'
+// sessions keep no history, so every run sends what the floor sends: one user message
+const CREATE = 'mutation($id: ID!, $p: ID!) { createSession(input: { id: $id, defaultProfileId: $p, keepHistory: false }) { __typename } }'
 const ENQUEUE = 'mutation($s: ID!, $input: String!) { enqueuePrompt(input: { sessionId: $s, input: $input }) { __typename } }'
 const EVENTS = 'subscription($s: ID!) { sessionEvents(sessionId: $s) { __typename ... on TokenDeltaEvent { text } ... on RunFinishedEvent { run { status errorMessage } } } }'
 

@@ -268,7 +268,8 @@ export class PromptQueue {
       active.finalizing = true
       const { run, transcript } = result
       keepHistory = run.status === 'COMPLETED' ? 'ALL' : active.historyOnStop
-      if (keepHistory !== 'NONE' && transcript.length > 0 && !queue.deleting) {
+      const session = await this.deps.sessions.find(queue.tenantId, queue.sessionId)
+      if (keepHistory !== 'NONE' && transcript.length > 0 && !queue.deleting && session?.keepHistory !== false) {
         const interruptedLast = keepHistory === 'INTERRUPT' && transcript.at(-1)!.role === 'assistant'
         const appended = await this.deps.sessions.append(
           queue.tenantId,

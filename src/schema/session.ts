@@ -34,6 +34,7 @@ export const SessionRef = builder.objectRef<SessionRecord>('Session').implement(
     title: t.exposeString('title', { nullable: true }),
     defaultProfileId: t.exposeID('defaultProfileId', { nullable: true }),
     metadata: t.field({ type: 'JSON', nullable: true, resolve: (s) => s.metadata }),
+    keepHistory: t.exposeBoolean('keepHistory', { description: 'False: each prompt stands alone and runs add nothing to the conversation.' }),
     status: t.field({ type: SessionStatusEnum, resolve: (s, _args, ctx) => ctx.services.sessions.status(ctx.tenantId, s.id) }),
     messages: t.field({ type: [MessageRef], description: 'The conversation so far, oldest first.', resolve: (s, _args, ctx) => ctx.services.sessions.messages(ctx.tenantId, s.id) }),
     queue: t.field({
@@ -92,6 +93,7 @@ const CreateSessionInput = builder.inputType('CreateSessionInput', {
     title: t.string(),
     defaultProfileId: t.id({ description: 'The profile for plain input and for prompts without a default.' }),
     metadata: t.field({ type: 'JSON', description: 'A JSON object kept with the session.' }),
+    keepHistory: t.boolean({ description: 'Default true: completed runs append their messages and later prompts see them. False: every prompt stands alone.' }),
   }),
 })
 

@@ -15,6 +15,7 @@ const createSessionSchema = z.strictObject({
   title: z.string().max(1024).nullish(),
   defaultProfileId: idSchema.nullish(),
   metadata: z.record(z.string(), z.unknown()).nullish(),
+  keepHistory: z.boolean().nullish(),
 })
 
 /** Use cases around sessions: create, list, read the conversation and the queue, delete. */
@@ -39,6 +40,7 @@ export class SessionService {
         title: parsed.title ?? null,
         defaultProfileId: parsed.defaultProfileId ?? null,
         metadata: parsed.metadata ?? null,
+        keepHistory: parsed.keepHistory ?? true,
       })
       this.memory.remember(session)
       return session

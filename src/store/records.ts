@@ -30,6 +30,8 @@ export interface SessionRecord {
   title: string | null
   defaultProfileId: string | null
   metadata: unknown
+  /** False: each prompt stands alone and nothing is added to the conversation. */
+  keepHistory: boolean
   createdAt: string
   updatedAt: string
 }

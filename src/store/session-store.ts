@@ -8,6 +8,7 @@ const sessionSelect = {
   title: true,
   defaultProfileId: true,
   metadata: true,
+  keepHistory: true,
   createdAt: true,
   updatedAt: true,
 } satisfies Prisma.SessionSelect
@@ -45,7 +46,7 @@ export class SessionStore {
     return row && toSession(row)
   }
 
-  async create(input: { tenantId: string; id: string; title: string | null; defaultProfileId: string | null; metadata: unknown }): Promise<SessionRecord> {
+  async create(input: { tenantId: string; id: string; title: string | null; defaultProfileId: string | null; metadata: unknown; keepHistory: boolean }): Promise<SessionRecord> {
     const row = await this.db.session.create({
       data: {
         tenantId: input.tenantId,
@@ -53,6 +54,7 @@ export class SessionStore {
         title: input.title,
         defaultProfileId: input.defaultProfileId,
         metadata: (input.metadata ?? undefined) as Prisma.InputJsonValue | undefined,
+        keepHistory: input.keepHistory,
       },
       select: sessionSelect,
     })

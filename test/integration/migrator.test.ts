@@ -6,29 +6,23 @@ import { createTestDatabase, providers, type TestDatabase } from '../helpers/dat
 
 const migrationFile = (name: string, sql: string): MigrationFile => ({ name, sql, checksum: createHash('sha256').update(sql).digest('hex') })
 
-// What Prisma writes for SQLite to add a column: a whole-table rebuild.
-const REBUILD_SESSION_SQLITE = `-- RedefineTables
+/** What Prisma writes for SQLite to add a column to a table: a whole-table rebuild. */
+async function rebuildMigration(database: Database, table: string): Promise<string> {
+  const [row] = await database.db.$queryRawUnsafe<{ sql: string }[]>(`SELECT sql FROM sqlite_master WHERE type = 'table' AND name = '${table}'`)
+  const sql = row!.sql
+  const columns = (await database.db.$queryRawUnsafe<{ name: string }[]>(`PRAGMA table_info("${table}")`)).map((c) => `"${c.name}"`).join(', ')
+  const created = sql.replace(`CREATE TABLE "${table}"`, `CREATE TABLE "new_${table}"`).replace(/,\s*PRIMARY KEY/, ',\n    "archived" BOOLEAN NOT NULL DEFAULT false,\n    PRIMARY KEY')
+  return `-- RedefineTables
 PRAGMA defer_foreign_keys=ON;
 PRAGMA foreign_keys=OFF;
-CREATE TABLE "new_Session" (
-    "tenantId" TEXT NOT NULL,
-    "id" TEXT NOT NULL,
-    "title" TEXT,
-    "defaultProfileId" TEXT,
-    "metadata" JSONB,
-    "sequenceCeiling" INTEGER NOT NULL DEFAULT 0,
-    "createdAt" DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP,
-    "updatedAt" DATETIME NOT NULL,
-    "archived" BOOLEAN NOT NULL DEFAULT false,
-
-    PRIMARY KEY ("tenantId", "id")
-);
-INSERT INTO "new_Session" ("tenantId", "id", "title", "defaultProfileId", "metadata", "sequenceCeiling", "createdAt", "updatedAt") SELECT "tenantId", "id", "title", "defaultProfileId", "metadata", "sequenceCeiling", "createdAt", "updatedAt" FROM "Session";
-DROP TABLE "Session";
-ALTER TABLE "new_Session" RENAME TO "Session";
+${created};
+INSERT INTO "new_${table}" (${columns}) SELECT ${columns} FROM "${table}";
+DROP TABLE "${table}";
+ALTER TABLE "new_${table}" RENAME TO "${table}";
 PRAGMA foreign_keys=ON;
 PRAGMA defer_foreign_keys=OFF;
 `
+}
 
 describe.each(providers)('the start-up migrator (%s)', (provider) => {
   const opened: Database[] = []
@@ -81,7 +75,8 @@ describe.each(providers)('the start-up migrator (%s)', (provider) => {
     await db.message.createMany({
       data: Array.from({ length: 50 }, (_, i) => ({ id: `m${i}`, tenantId: 't', sessionId: 's', position: i, role: 'user', content: `${i}` })),
     })
-    await migrate(database, [...listMigrations(provider), migrationFile('99999999999999_rebuild_session', REBUILD_SESSION_SQLITE)])
+    await migrate(database, [...listMigrations(provider), migrationFile('99999999999999_rebuild_session', await rebuildMigration(database, 'Session'))])
+    expect((await db.$queryRawUnsafe<{ name: string }[]>('PRAGMA table_info("Session")')).map((c) => c.name)).toContain('archived')
     expect(await db.message.count()).toBe(50)
     // foreign keys are back on afterwards: deleting the session cascades
     await db.session.delete({ where: { tenantId_id: { tenantId: 't', id: 's' } } })

@@ -45,6 +45,7 @@ CREATE TABLE "Session" (
     "title" TEXT,
     "defaultProfileId" TEXT,
     "metadata" JSONB,
+    "keepHistory" BOOLEAN NOT NULL DEFAULT true,
     "sequenceCeiling" INTEGER NOT NULL DEFAULT 0,
     "createdAt" TIMESTAMP(3) NOT NULL DEFAULT CURRENT_TIMESTAMP,
     "updatedAt" TIMESTAMP(3) NOT NULL,

@@ -42,6 +42,7 @@ CREATE TABLE "Session" (
     "title" TEXT,
     "defaultProfileId" TEXT,
     "metadata" JSONB,
+    "keepHistory" BOOLEAN NOT NULL DEFAULT true,
     "sequenceCeiling" INTEGER NOT NULL DEFAULT 0,
     "createdAt" DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP,
     "updatedAt" DATETIME NOT NULL,
