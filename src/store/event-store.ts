@@ -1,6 +1,7 @@
 import type { Prisma } from '@db/client'
 import type { SessionEvent } from '../events/events.js'
 import type { Db } from './database.js'
+import type { RawWriter } from './raw-writer.js'
 
 const select = { tenantId: true, sessionId: true, sequence: true, runId: true, type: true, payload: true, at: true } satisfies Prisma.RunEventSelect
 type Row = Prisma.RunEventGetPayload<{ select: typeof select }>
@@ -16,24 +17,21 @@ const toEvent = (row: Row): SessionEvent =>
     at: row.at.toISOString(),
   }) as SessionEvent
 
+const JSON_COLUMNS = new Set(['payload'])
+/** Rows per INSERT statement: keeps the parameter count under SQLite's and PostgreSQL's limits. */
+const ROWS_PER_STATEMENT = 200
+
 /** The persisted event log of session streams. */
 export class EventStore {
-  constructor(private readonly db: Db) {}
+  constructor(
+    private readonly db: Db,
+    private readonly raw: RawWriter,
+  ) {}
 
-  /** Writes a batch in one statement. */
+  /** Writes a batch in few statements (the raw writer: this is the busiest table). */
   async append(events: readonly SessionEvent[]): Promise<void> {
-    if (events.length === 0) return
-    await this.db.runEvent.createMany({
-      data: events.map(({ tenantId, sessionId, sequence, runId, at, type, ...payload }) => ({
-        tenantId,
-        sessionId,
-        sequence,
-        runId,
-        type,
-        at: new Date(at),
-        payload: payload as Prisma.InputJsonValue,
-      })),
-    })
+    const rows = events.map(({ tenantId, sessionId, sequence, runId, at, type, ...payload }) => ({ tenantId, sessionId, sequence, runId, type, at: new Date(at), payload }))
+    for (let i = 0; i < rows.length; i += ROWS_PER_STATEMENT) await this.raw.insert('RunEvent', rows.slice(i, i + ROWS_PER_STATEMENT), JSON_COLUMNS)
   }
 
   /** Events of a session after `afterSequence`, in order, at most `limit`. */

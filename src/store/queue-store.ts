@@ -1,5 +1,6 @@
 import type { Prisma } from '@db/client'
 import type { Db } from './database.js'
+import type { RawWriter } from './raw-writer.js'
 import { TERMINAL_ENTRY_STATUSES, type EntryStatus, type QueueEntryRecord, type RunRequest } from './records.js'
 
 const select = {
@@ -48,43 +49,40 @@ function toRecord(row: Row): QueueEntryRecord {
   }
 }
 
+const JSON_COLUMNS = new Set(['request', 'unappliedSteerIds'])
+
 function toData(entry: QueueEntryRecord) {
   return {
     priority: entry.priority,
     status: entry.status,
-    request: entry.request as unknown as Prisma.InputJsonValue,
+    request: entry.request,
     requestBytes: entry.requestBytes,
     scheduleKey: entry.scheduleKey,
     fireAt: date(entry.fireAt),
     runId: entry.runId,
     errorCode: entry.error?.code ?? null,
     errorMessage: entry.error?.message ?? null,
-    unappliedSteerIds: entry.unappliedSteerIds as Prisma.InputJsonValue,
+    unappliedSteerIds: entry.unappliedSteerIds,
     startedAt: date(entry.startedAt),
     finishedAt: date(entry.finishedAt),
   }
 }
 
-/** Queue entries, written as they change so the queue survives a restart. */
+/** Queue entries, written as they change (through the raw writer) so the queue survives a restart. */
 export class QueueStore {
-  constructor(private readonly db: Db) {}
+  constructor(
+    private readonly db: Db,
+    private readonly raw: RawWriter,
+  ) {}
 
-  async insert(entry: QueueEntryRecord): Promise<void> {
-    await this.db.queueEntry.create({
-      data: {
-        id: entry.queueId,
-        tenantId: entry.tenantId,
-        sessionId: entry.sessionId,
-        queueSequence: entry.queueSequence,
-        queuedAt: new Date(entry.queuedAt),
-        ...toData(entry),
-      },
-    })
+  insert(entry: QueueEntryRecord): Promise<void> {
+    const row = { id: entry.queueId, tenantId: entry.tenantId, sessionId: entry.sessionId, queueSequence: entry.queueSequence, queuedAt: new Date(entry.queuedAt), ...toData(entry) }
+    return this.raw.insert('QueueEntry', [row], JSON_COLUMNS)
   }
 
   /** Writes the entry's mutable fields; a no-op when the entry (or its session) is gone. */
-  async update(entry: QueueEntryRecord): Promise<void> {
-    await this.db.queueEntry.updateMany({ where: { id: entry.queueId }, data: toData(entry) })
+  update(entry: QueueEntryRecord): Promise<void> {
+    return this.raw.update('QueueEntry', { column: 'id', value: entry.queueId }, toData(entry), JSON_COLUMNS)
   }
 
   async find(tenantId: string, sessionId: string, queueId: string): Promise<QueueEntryRecord | null> {

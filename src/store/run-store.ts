@@ -1,10 +1,7 @@
 import type { Prisma } from '@db/client'
 import type { Db } from './database.js'
-import { DbNull } from '@prisma/client/runtime/client'
+import type { RawWriter } from './raw-writer.js'
 import type { FailoverAttempt, OutputValidation, RunRecord, RunStatus, TerminalReason } from './records.js'
-
-/** Json columns take DbNull (shared by both generated clients) for SQL NULL. */
-const jsonOrNull = (value: unknown) => (value === null || value === undefined ? DbNull : (value as Prisma.InputJsonValue))
 
 const select = {
   id: true,
@@ -56,6 +53,8 @@ function toRecord(row: Row): RunRecord {
   }
 }
 
+const JSON_COLUMNS = new Set(['settings', 'parsedOutput', 'validation', 'failoverAttempts'])
+
 function toData(run: RunRecord) {
   return {
     status: run.status,
@@ -66,11 +65,11 @@ function toData(run: RunRecord) {
     model: run.model,
     definitionHash: run.definitionHash,
     renderedHash: run.renderedHash,
-    settings: (run.settings ?? {}) as Prisma.InputJsonValue,
+    settings: run.settings ?? {},
     output: run.output,
-    parsedOutput: jsonOrNull(run.parsedOutput),
-    validation: jsonOrNull(run.validation),
-    failoverAttempts: run.failoverAttempts as unknown as Prisma.InputJsonValue,
+    parsedOutput: run.parsedOutput ?? null,
+    validation: run.validation,
+    failoverAttempts: run.failoverAttempts,
     costUsd: run.costUsd,
     inputTokens: run.usage?.inputTokens ?? null,
     outputTokens: run.usage?.outputTokens ?? null,
@@ -94,22 +93,24 @@ export interface RunCursor {
   id: string
 }
 
-/** Durable run records. */
+/** Durable run records; written through the raw writer (they are written on every run). */
 export class RunStore {
-  constructor(private readonly db: Db) {}
+  constructor(
+    private readonly db: Db,
+    private readonly raw: RawWriter,
+  ) {}
 
-  async insert(run: RunRecord): Promise<void> {
-    await this.db.run.create({
-      data: { id: run.id, tenantId: run.tenantId, sessionId: run.sessionId, queueId: run.queueId, startedAt: new Date(run.startedAt), ...toData(run) },
-    })
+  insert(run: RunRecord): Promise<void> {
+    const row = { id: run.id, tenantId: run.tenantId, sessionId: run.sessionId, queueId: run.queueId, startedAt: new Date(run.startedAt), ...toData(run) }
+    return this.raw.insert('Run', [row], JSON_COLUMNS)
   }
 
-  async update(run: RunRecord): Promise<void> {
-    await this.db.run.update({ where: { id: run.id }, data: toData(run) })
+  update(run: RunRecord): Promise<void> {
+    return this.raw.update('Run', { column: 'id', value: run.id }, toData(run), JSON_COLUMNS)
   }
 
-  async heartbeat(id: string, at: string): Promise<void> {
-    await this.db.run.updateMany({ where: { id }, data: { heartbeatAt: new Date(at) } })
+  heartbeat(id: string, at: string): Promise<void> {
+    return this.raw.update('Run', { column: 'id', value: id }, { heartbeatAt: new Date(at) })
   }
 
   async find(tenantId: string, id: string): Promise<RunRecord | null> {

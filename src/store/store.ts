@@ -4,6 +4,7 @@ import { EventStore } from './event-store.js'
 import { ProfileStore } from './profile-store.js'
 import { PromptStore } from './prompt-store.js'
 import { QueueStore } from './queue-store.js'
+import { RawWriter } from './raw-writer.js'
 import { RunStore } from './run-store.js'
 import { SessionStore } from './session-store.js'
 
@@ -20,9 +21,10 @@ export class Store {
     this.prompts = new PromptStore(database.db)
     this.profiles = new ProfileStore(database.db)
     this.sessions = new SessionStore(database.db)
-    this.entries = new QueueStore(database.db)
-    this.runs = new RunStore(database.db)
-    this.events = new EventStore(database.db)
+    const raw = new RawWriter(database.db, database.provider)
+    this.entries = new QueueStore(database.db, raw)
+    this.runs = new RunStore(database.db, raw)
+    this.events = new EventStore(database.db, raw)
   }
 
   get provider() {

@@ -1,0 +1,42 @@
+import type { Db, Provider } from './database.js'
+
+type Row = Record<string, unknown>
+
+/**
+ * Plain parameterized INSERT/UPDATE for the rows written on every run (runs, queue entries,
+ * events). Through Prisma's raw path they cost a sixth of a typed write on SQLite (measured:
+ * 0.09 ms against 0.6 ms an update), which the run path pays many times. Table and column names
+ * come from the store's own code, never from input. Dates go as Date objects and JSON as text,
+ * so the adapters store them exactly as Prisma's typed writes do.
+ */
+export class RawWriter {
+  constructor(
+    private readonly db: Db,
+    private readonly provider: Provider,
+  ) {}
+
+  private param(n: number, json: boolean): string {
+    if (this.provider === 'sqlite') return '?'
+    return json ? `$${n}::jsonb` : `$${n}`
+  }
+
+  private value(column: string, value: unknown, json: ReadonlySet<string>): unknown {
+    if (!json.has(column) || value === null || value === undefined) return value ?? null
+    return JSON.stringify(value)
+  }
+
+  async insert(table: string, rows: readonly Row[], json: ReadonlySet<string> = new Set()): Promise<void> {
+    if (rows.length === 0) return
+    const columns = Object.keys(rows[0]!)
+    const args: unknown[] = []
+    const tuples = rows.map((row) => `(${columns.map((c) => (args.push(this.value(c, row[c], json)), this.param(args.length, json.has(c)))).join(', ')})`)
+    await this.db.$executeRawUnsafe(`INSERT INTO "${table}" (${columns.map((c) => `"${c}"`).join(', ')}) VALUES ${tuples.join(', ')}`, ...args)
+  }
+
+  async update(table: string, key: { column: string; value: unknown }, values: Row, json: ReadonlySet<string> = new Set()): Promise<void> {
+    const args: unknown[] = []
+    const sets = Object.entries(values).map(([c, v]) => (args.push(this.value(c, v, json)), `"${c}" = ${this.param(args.length, json.has(c))}`))
+    args.push(key.value)
+    await this.db.$executeRawUnsafe(`UPDATE "${table}" SET ${sets.join(', ')} WHERE "${key.column}" = ${this.param(args.length, false)}`, ...args)
+  }
+}
