@@ -104,6 +104,28 @@ const outputContractSchema = z
   })
 export type OutputContract = { kind: OutputKind; schema: Record<string, unknown> | null }
 
+export const PARALLEL_SELECTS = ['FIRST_VALID', 'BEST_OF'] as const
+export type ParallelSelect = (typeof PARALLEL_SELECTS)[number]
+
+const parallelSchema = z
+  .strictObject({
+    profiles: z.array(idSchema).min(2).max(8),
+    select: looseEnum(PARALLEL_SELECTS, (v) => v.toUpperCase()),
+    judgePromptId: idSchema.nullish(),
+  })
+  .superRefine((parallel, ctx) => {
+    if (parallel.select === 'BEST_OF' && !parallel.judgePromptId) ctx.addIssue({ code: 'custom', path: ['judgePromptId'], message: 'is required with BEST_OF' })
+    if (parallel.select !== 'BEST_OF' && parallel.judgePromptId) ctx.addIssue({ code: 'custom', path: ['judgePromptId'], message: 'is only used with BEST_OF' })
+    if (new Set(parallel.profiles).size !== parallel.profiles.length) ctx.addIssue({ code: 'custom', path: ['profiles'], message: 'lists a profile twice' })
+  })
+
+/** Several profiles answer at once; one answer is selected, the others kept as alternatives. */
+export interface ParallelSpec {
+  profiles: string[]
+  select: ParallelSelect
+  judgePromptId: string | null
+}
+
 export const promptSchema = z.strictObject({
   id: idSchema,
   description: z.string().max(4096).nullish(),
@@ -111,6 +133,7 @@ export const promptSchema = z.strictObject({
   defaultProfileId: idSchema.nullish(),
   output: outputContractSchema.nullish(),
   maxRepairs: z.number().int().min(0).max(10).nullish(),
+  parallel: parallelSchema.nullish(),
 })
 
 /** The part of a prompt that decides what a run does; hashed into `definitionHash`. */
@@ -119,6 +142,8 @@ export interface PromptDefinition {
   defaultProfileId: string | null
   output: OutputContract
   maxRepairs: number
+  /** Absent (not null) when unused, so older definitions keep their hash. */
+  parallel?: ParallelSpec
 }
 
 /** Normalizes a parsed prompt into its description and its canonical definition. */
@@ -130,6 +155,7 @@ export function toPromptDefinition(parsed: z.infer<typeof promptSchema>): { desc
       defaultProfileId: parsed.defaultProfileId ?? null,
       output: { kind: parsed.output?.kind ?? 'TEXT', schema: parsed.output?.schema ?? null },
       maxRepairs: parsed.maxRepairs ?? 0,
+      ...(parsed.parallel && { parallel: { profiles: parsed.parallel.profiles, select: parsed.parallel.select, judgePromptId: parsed.parallel.judgePromptId ?? null } }),
     },
   }
 }

@@ -80,7 +80,7 @@ export function loadCatalogFiles(dir: string): CatalogFiles {
   }
   const backendIds = indexById(backends, 'backend')
   const profileIds = indexById(profiles, 'profile')
-  indexById(prompts, 'prompt')
+  const promptIds = indexById(prompts, 'prompt')
 
   for (const { item, where } of profiles) {
     if (!backendIds.has(item.backendId)) problems.push(`${where}.backendId: unknown backend '${item.backendId}'`)
@@ -92,6 +92,11 @@ export function loadCatalogFiles(dir: string): CatalogFiles {
     if (item.defaultProfileId && !profileIds.has(item.defaultProfileId)) {
       problems.push(`${where}.defaultProfileId: unknown profile '${item.defaultProfileId}'`)
     }
+    item.parallel?.profiles.forEach((id, i) => {
+      if (!profileIds.has(id)) problems.push(`${where}.parallel.profiles[${i}]: unknown profile '${id}'`)
+    })
+    const judge = item.parallel?.judgePromptId
+    if (judge && !promptIds.has(judge)) problems.push(`${where}.parallel.judgePromptId: unknown prompt '${judge}'`)
   }
   if (problems.length > 0) throw new CatalogFileError(`invalid catalog:\n  ${problems.join('\n  ')}`)
 

@@ -7,7 +7,7 @@ export type QueueEntryEventKind = (typeof QUEUE_ENTRY_EVENT_KINDS)[number]
 export type SessionEventData =
   | { type: 'QUEUE_ENTRY'; kind: QueueEntryEventKind; entry: QueueEntryRecord }
   | { type: 'RUN_STARTED'; run: RunRecord }
-  | { type: 'TOKEN_DELTA'; text: string; attempt: number }
+  | { type: 'TOKEN_DELTA'; text: string; attempt: number; candidate: string | null }
   | { type: 'STEER_ACCEPTED'; steerId: string; queueId: string }
   | { type: 'STEER_APPLIED'; steerId: string }
   | { type: 'MESSAGE_CREATED'; message: MessageRecord }

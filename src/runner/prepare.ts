@@ -40,6 +40,10 @@ export interface SessionHistory {
   messages(tenantId: string, sessionId: string): Promise<{ role: string; content: string }[]>
 }
 
+function missingProfile(id: string, promptId: string): never {
+  throw new ProfileLoadError(`parallel profile '${id}' of prompt '${promptId}' does not exist`)
+}
+
 /** Where and how a profile sends its requests. */
 export interface ProfileTarget {
   model: string
@@ -83,6 +87,8 @@ export interface Candidate extends ProfileTarget {
 export interface Resolution extends ProfileTarget {
   /** The profile first, then its candidates in priority order. */
   candidates: Candidate[]
+  /** For a parallel prompt: one such chain per parallel profile. */
+  parallel: Candidate[][] | null
   tenantId: string
   sessionId: string | null
   /** Null for a plain `input` message. */
@@ -145,8 +151,13 @@ export class PromptPreparer {
     const prompt = promptId === null ? null : await this.catalog.getPrompt(tenantId, promptId)
     if (promptId !== null && !prompt) throw new NotFoundError('prompt', promptId)
 
-    // 3. the profile: the request's, else the prompt's default, else the session's
-    const profileId = requestProfileId ?? prompt?.definition.defaultProfileId ?? session?.defaultProfileId ?? null
+    // 3. the profile: the request's, else the prompt's default, else the session's (a parallel
+    // prompt runs its own profiles)
+    const parallelSpec = prompt?.definition.parallel ?? null
+    if (parallelSpec && requestProfileId !== null) {
+      throw InvalidRequestError.at('profileId', `prompt '${prompt!.id}' runs its parallel profiles; a profileId does not apply`)
+    }
+    const profileId = parallelSpec?.profiles[0] ?? requestProfileId ?? prompt?.definition.defaultProfileId ?? session?.defaultProfileId ?? null
     if (profileId === null) {
       throw new ProfileRequiredError(
         prompt ? `prompt '${prompt.id}' has no default profile: pass profileId` : 'a plain input needs a profileId (or a session default profile)',
@@ -159,21 +170,16 @@ export class PromptPreparer {
     }
 
     // 4.-6. the backend, settings (defaults < backend < profile < request) and credentials, for
-    // the profile and each failover candidate
-    const candidates: Candidate[] = []
-    for (const candidateProfile of [profile, ...(await this.candidateProfiles(tenantId, profile))]) {
-      const backend = this.catalog.getBackend(candidateProfile.backendId)
-      if (!backend) throw new ProfileLoadError(`profile '${candidateProfile.id}' names unknown backend '${candidateProfile.backendId}'`)
-      const target = profileTarget(candidateProfile, backend, overrides, requestEnv, this.secrets)
-      const unsupported = unsupportedSetting(backend.kind, target.settings)
-      if (unsupported) throw InvalidRequestError.at('overrides', `profile '${candidateProfile.id}': ${unsupported}`)
-      candidates.push({ profile: candidateProfile, backend, ...target })
+    // the profile and each failover candidate (for each parallel profile)
+    const chain = (of: Profile) => this.chain(tenantId, of, overrides, requestEnv)
+    const candidates = await chain(profile)
+    const parallel = parallelSpec ? await Promise.all(parallelSpec.profiles.map(async (id) => chain((await this.catalog.getProfile(tenantId, id)) ?? missingProfile(id, prompt!.id)))) : null
+    const everyone = parallel ? parallel.flat() : candidates
+    if (!everyone.some((c) => c.credential.available)) {
+      const missing = everyone.map((c) => (c.credential.name ? `${c.credential.name} (profile '${c.profile.id}')` : `a credentialEnv for profile '${c.profile.id}'`))
+      throw new CredentialsError(`no credentials for profile '${profile.id}'${everyone.length > 1 ? ' or its candidates' : ''}: set ${missing.join(' or ')}`)
     }
     const primary = candidates[0]!
-    if (!candidates.some((c) => c.credential.available)) {
-      const missing = candidates.map((c) => (c.credential.name ? `${c.credential.name} (profile '${c.profile.id}')` : `a credentialEnv for profile '${c.profile.id}'`))
-      throw new CredentialsError(`no credentials for profile '${profile.id}'${candidates.length > 1 ? ' or its candidates' : ''}: set ${missing.join(' or ')}`)
-    }
 
     // 7. the output contract (its schema is compiled in the completion phase)
     return {
@@ -188,19 +194,26 @@ export class PromptPreparer {
       settings: primary.settings,
       credential: primary.credential,
       candidates,
+      parallel,
       output: prompt?.definition.output ?? { kind: 'TEXT', schema: null },
       variables,
     }
   }
 
-  private async candidateProfiles(tenantId: string, profile: Profile): Promise<Profile[]> {
-    const found: Profile[] = []
-    for (const id of profile.candidates ?? []) {
-      const candidate = await this.catalog.getProfile(tenantId, id)
-      if (!candidate) throw new ProfileLoadError(`candidate profile '${id}' of profile '${profile.id}' does not exist`)
-      found.push(candidate)
+  /** A profile and its failover candidates, each with its backend, settings and credential. */
+  private async chain(tenantId: string, profile: Profile, overrides: SettingsLayer | null, requestEnv: string | null): Promise<Candidate[]> {
+    const chain: Candidate[] = []
+    for (const id of [profile.id, ...(profile.candidates ?? [])]) {
+      const member = id === profile.id ? profile : await this.catalog.getProfile(tenantId, id)
+      if (!member) throw new ProfileLoadError(`candidate profile '${id}' of profile '${profile.id}' does not exist`)
+      const backend = this.catalog.getBackend(member.backendId)
+      if (!backend) throw new ProfileLoadError(`profile '${member.id}' names unknown backend '${member.backendId}'`)
+      const target = profileTarget(member, backend, overrides, requestEnv, this.secrets)
+      const unsupported = unsupportedSetting(backend.kind, target.settings)
+      if (unsupported) throw InvalidRequestError.at('overrides', `profile '${member.id}': ${unsupported}`)
+      chain.push({ profile: member, backend, ...target })
     }
-    return found
+    return chain
   }
 
   async complete(resolution: Resolution): Promise<PreparedPrompt> {

@@ -1,17 +1,19 @@
 import { randomUUID } from 'node:crypto'
 import type { CapacityPools, Release } from '../capacity/capacity-pool.js'
 import type { Backend } from '../catalog/catalog.js'
-import { PromptlineError } from '../errors.js'
+import type { ParallelSpec } from '../catalog/definitions.js'
+import { GenerationError, PromptlineError } from '../errors.js'
 import type { SessionEventBus } from '../events/event-bus.js'
 import type { SessionEventData } from '../events/events.js'
 import type { Logger } from '../logger.js'
 import type { ModelClient } from '../providers/model-client.js'
-import type { QueueEntryRecord, RunRecord, TerminalReason } from '../store/records.js'
+import type { Alternative, QueueEntryRecord, RunRecord, TerminalReason } from '../store/records.js'
 import type { RunStore } from '../store/run-store.js'
 import type { SaveQueue } from '../store/save-queue.js'
+import { produceAnswer, type Answer, type AnswerHooks, type AnswerProgress } from './answer.js'
 import { ModelCaller } from './model-caller.js'
-import { repairInstruction, validateOutput, type ValidationResult } from './output-validation.js'
-import type { ChatMessage, PromptPreparer } from './prepare.js'
+import { validateOutput } from './output-validation.js'
+import type { Candidate, ChatMessage, PreparedPrompt, PromptPreparer } from './prepare.js'
 import { redactSettings } from './settings.js'
 import type { SteerInbox } from './steer-inbox.js'
 import { TokenCoalescer, type CoalescerOptions } from './token-coalescer.js'
@@ -23,6 +25,9 @@ export class RunStop {
     readonly message: string,
   ) {}
 }
+
+/** Why a parallel candidate was stopped: another one was selected first. */
+class NotSelected extends Error {}
 
 export interface RunContext {
   entry: QueueEntryRecord
@@ -54,14 +59,28 @@ export interface RunExecutorDeps {
   heartbeatMs: number
 }
 
+/** One answer being produced: by the run's profile, or by one profile of a parallel prompt. */
+interface Branch {
+  /** A judge's call of a BEST_OF prompt: counted, never an alternative. */
+  judge: boolean
+  caller: ModelCaller
+  progress: AnswerProgress
+  coalescer: TokenCoalescer
+  status: Alternative['status'] | 'RUNNING'
+  answer: Answer | null
+  error: unknown
+}
+
 const now = () => new Date().toISOString()
+const newProgress = (): AnswerProgress => ({ text: '', segment: '', attempt: 0, transcript: [] })
 
 /**
  * Executes one queue entry (DESIGN §2): a durable run row; resolution; a lease on the backend
  * (waiting in line as WAITING_CAPACITY, or CAPACITY at once past its limit) before anything is
- * rendered; rendering; generation with failover, steering and repairs; a typed outcome. Tokens
- * go from the model stream through one coalescer to the event bus; nothing on that path awaits
- * the database, and row writes go through the ordered save queue.
+ * rendered; rendering; generation with failover, steering and repairs (or, for a parallel
+ * prompt, several profiles at once and a selection); a typed outcome. Tokens go from the model
+ * stream through a coalescer to the event bus; nothing on that path awaits the database, and
+ * row writes go through the ordered save queue.
  */
 export class RunExecutor {
   constructor(private readonly deps: RunExecutorDeps) {}
@@ -87,6 +106,7 @@ export class RunExecutor {
       parsedOutput: null,
       validation: null,
       failoverAttempts: [],
+      alternatives: [],
       usage: null,
       costUsd: null,
       startedAt: now(),
@@ -112,8 +132,6 @@ export class RunExecutor {
       const at = run.heartbeatAt
       saves.enqueue(run.id, () => runs.heartbeat(run.id, at))
     }, this.deps.heartbeatMs)
-    let attempt = 0
-    const coalescer = new TokenCoalescer((text) => publish({ type: 'TOKEN_DELTA', text, attempt }), this.deps.coalescer)
     const leases = new Map<string, Release>()
     const lease = async (backend: Backend) => {
       if (leases.has(backend.id)) return leases.get(backend.id)!
@@ -124,86 +142,77 @@ export class RunExecutor {
       leases.set(backend.id, release)
       return release
     }
-    let caller: ModelCaller | null = null
-    let answer = ''
-    let segment = ''
-    const transcript: ChatMessage[] = []
+    const branches: Branch[] = []
+    const branch = (chain: Candidate[], branchSignal: AbortSignal, candidateTag: string | null, judge = false): Branch => {
+      const progress = newProgress()
+      const created: Branch = {
+        judge,
+        caller: new ModelCaller(chain, this.deps, branchSignal, lease),
+        progress,
+        coalescer: new TokenCoalescer((text) => publish({ type: 'TOKEN_DELTA', text, attempt: progress.attempt, candidate: candidateTag }), this.deps.coalescer),
+        status: 'RUNNING',
+        answer: null,
+        error: null,
+      }
+      branches.push(created)
+      return created
+    }
+    const hooks = (b: Branch): AnswerHooks => ({
+      coalescer: b.coalescer,
+      onFirstToken: () => {
+        if (run.firstTokenAt === null) run.firstTokenAt = now()
+      },
+      onSteerApplied: (steerId) => publish({ type: 'STEER_APPLIED', steerId }),
+      onStatus: (status) => {
+        run.status = status
+        if (status === 'REPAIRING') save()
+      },
+    })
+    let turn: ChatMessage[] = []
     try {
       const resolution = await this.deps.preparer.resolve({ tenantId: run.tenantId, sessionId: entry.sessionId, ...entry.request })
       signal.throwIfAborted()
-      Object.assign(run, {
-        promptVersion: resolution.prompt?.version ?? null,
-        definitionHash: resolution.prompt?.definitionHash ?? null,
-        profileId: resolution.profile.id,
-        backendId: resolution.backend.id,
-        model: resolution.model,
-        settings: redactSettings(resolution.settings),
-      } satisfies Partial<RunRecord>)
+      this.follow(run, resolution.candidates[0]!)
+      Object.assign(run, { promptVersion: resolution.prompt?.version ?? null, definitionHash: resolution.prompt?.definitionHash ?? null } satisfies Partial<RunRecord>)
       // admission: a lease on the first backend with credentials, before anything is rendered
-      const first = resolution.candidates.find((c) => c.credential.available) ?? resolution.candidates[0]!
-      await lease(first.backend)
+      const chains = resolution.parallel ?? [resolution.candidates]
+      for (const chain of chains) {
+        const first = chain.find((c) => c.credential.available)
+        if (first || chains.length === 1) await lease((first ?? chain[0]!).backend)
+      }
       const prepared = await this.deps.preparer.complete(resolution)
       signal.throwIfAborted()
+      turn = prepared.turn
       Object.assign(run, { renderedHash: prepared.renderedHash, status: 'GENERATING' } satisfies Partial<RunRecord>)
       save()
       context.onGenerating()
 
-      caller = new ModelCaller(resolution.candidates, this.deps, signal, lease)
-      let messages = [...prepared.messages]
-      transcript.push(...prepared.turn)
-      let validation: ValidationResult
-      for (;;) {
-        // one attempt: model calls until no steer is waiting
-        answer = ''
-        for (;;) {
-          segment = ''
-          const { endedEarly } = await caller.call(messages, (text) => {
-            if (run.firstTokenAt === null) run.firstTokenAt = now()
-            segment += text
-            answer += text
-            coalescer.push(text)
-            return context.steers.waiting
-          })
-          this.follow(run, caller)
-          const steers = context.steers.take()
-          if (steers.length === 0 && !endedEarly) break
-          coalescer.restart()
-          if (segment !== '') {
-            messages = [...messages, { role: 'assistant', content: segment }]
-            transcript.push({ role: 'assistant', content: segment })
-          }
-          for (const steer of steers) {
-            messages = [...messages, { role: 'user', content: steer.text }]
-            transcript.push({ role: 'user', content: steer.text })
-            publish({ type: 'STEER_APPLIED', steerId: steer.steerId })
-          }
-        }
-        coalescer.flush()
-        run.status = 'VALIDATING'
-        validation = validateOutput(prepared.output, answer)
-        if (validation.valid || attempt >= (prepared.prompt?.definition.maxRepairs ?? 0)) break
-        // a repair: the same lease, the answer and what was wrong with it, a fresh permit
-        coalescer.restart()
-        attempt++
-        run.status = 'REPAIRING'
-        save()
-        messages = [...messages, { role: 'assistant', content: answer }, { role: 'user', content: repairInstruction(prepared.output, validation.errors) }]
-        run.status = 'GENERATING'
+      const maxRepairs = prepared.prompt?.definition.maxRepairs ?? 0
+      let selected: Branch
+      if (resolution.parallel) {
+        selected = await this.parallel(prepared, resolution.parallel, prepared.prompt!.definition.parallel!, signal, maxRepairs, branch, hooks)
+      } else {
+        selected = branch(resolution.candidates, signal, null)
+        selected.answer = await produceAnswer({ caller: selected.caller, messages: prepared.messages, output: prepared.output, maxRepairs, steers: context.steers, progress: selected.progress, hooks: hooks(selected) })
+        selected.status = 'COMPLETED'
       }
-      transcript.push({ role: 'assistant', content: segment })
+      const answer = selected.answer!
+      this.follow(run, selected.caller.candidate)
       Object.assign(run, {
         status: 'COMPLETED',
         terminalReason: 'COMPLETED',
-        parsedOutput: validation.parsed ?? null,
-        validation: { valid: validation.valid, errors: validation.errors, attempts: attempt + 1 },
+        parsedOutput: answer.validation.parsed ?? null,
+        validation: { valid: answer.validation.valid, errors: answer.validation.errors, attempts: answer.attempts },
+        alternatives: branches.filter((b) => b !== selected && !b.judge).map(alternativeOf),
       } satisfies Partial<RunRecord>)
-      return { run: this.ended(run, answer, caller), transcript, stoppedBy: null }
+      const transcript = [...turn, ...selected.progress.transcript, { role: 'assistant' as const, content: selected.progress.segment }]
+      return { run: this.ended(run, answer.text, branches), transcript, stoppedBy: null }
     } catch (error) {
-      coalescer.flush()
+      const lead = branches[0]
       if (error instanceof RunStop) {
         Object.assign(run, { status: 'ABORTED', terminalReason: error.reason, errorCode: 'CANCELLED', errorMessage: error.message } satisfies Partial<RunRecord>)
-        if (segment !== '') transcript.push({ role: 'assistant', content: segment })
-        return { run: this.ended(run, answer, caller), transcript, stoppedBy: error }
+        const partial = lead && lead.progress.segment !== '' ? [{ role: 'assistant' as const, content: lead.progress.segment }] : []
+        return { run: this.ended(run, lead?.progress.text ?? '', branches), transcript: [...turn, ...(lead?.progress.transcript ?? []), ...partial], stoppedBy: error }
       }
       const known = error instanceof PromptlineError
       if (!known) this.deps.logger.error('run failed unexpectedly', { runId: run.id, error: (error as Error)?.message })
@@ -213,26 +222,105 @@ export class RunExecutor {
         errorCode: known ? error.code : 'INTERNAL',
         errorMessage: known ? error.message : 'the run failed unexpectedly',
       } satisfies Partial<RunRecord>)
-      return { run: this.ended(run, answer, caller), transcript, stoppedBy: null }
+      return { run: this.ended(run, lead?.progress.text ?? '', branches), transcript: [], stoppedBy: null }
     } finally {
       clearInterval(heartbeat)
-      coalescer.close()
+      for (const b of branches) b.coalescer.close()
       for (const release of leases.values()) release()
     }
   }
 
-  /** After a failover the run reports the profile that answered. */
-  private follow(run: RunRecord, caller: ModelCaller): void {
-    const { candidate } = caller
-    if (run.profileId === candidate.profile.id) return
+  /**
+   * A parallel prompt: every profile answers at once under its own backend's capacity, tokens
+   * tagged with the profile. FIRST_VALID takes the first valid answer and stops the others;
+   * BEST_OF lets all finish and asks the judge prompt which is best.
+   */
+  private async parallel(
+    prepared: PreparedPrompt,
+    chains: Candidate[][],
+    spec: ParallelSpec,
+    signal: AbortSignal,
+    maxRepairs: number,
+    branch: (chain: Candidate[], signal: AbortSignal, tag: string, judge?: boolean) => Branch,
+    hooks: (b: Branch) => AnswerHooks,
+  ): Promise<Branch> {
+    const stops = chains.map(() => new AbortController())
+    const started = chains.map((chain, i) => branch(chain, AbortSignal.any([signal, stops[i]!.signal]), chain[0]!.profile.id))
+    const finished: Branch[] = []
+    let winner: Branch | null = null
+    await Promise.all(
+      started.map(async (b) => {
+        try {
+          b.answer = await produceAnswer({ caller: b.caller, messages: prepared.messages, output: prepared.output, maxRepairs, steers: null, progress: b.progress, hooks: hooks(b) })
+          b.status = 'COMPLETED'
+        } catch (error) {
+          if (signal.aborted) throw signal.reason
+          b.status = error instanceof NotSelected ? 'ABORTED' : 'FAILED'
+          b.error = error
+        }
+        finished.push(b)
+        if (spec.select === 'FIRST_VALID' && !winner && b.answer?.validation.valid) {
+          winner = b
+          started.forEach((other, i) => other !== b && stops[i]!.abort(new NotSelected('another candidate answered first')))
+        }
+      }),
+    )
+    signal.throwIfAborted()
+    // in declaration order, so the judge sees the candidates as the prompt lists them
+    const completed = started.filter((b) => b.status === 'COMPLETED')
+    if (completed.length === 0) {
+      const first = started.find((b) => b.error instanceof PromptlineError)?.error
+      throw first ?? new GenerationError('every parallel profile failed')
+    }
+    if (winner) return winner
+    const valid = completed.filter((b) => b.answer!.validation.valid)
+    const pool = valid.length > 0 ? valid : completed
+    if (spec.select === 'FIRST_VALID' || pool.length === 1 || !spec.judgePromptId) return pool[0]!
+    return pool[await this.judge(prepared, spec.judgePromptId, pool, signal, branch)] ?? pool[0]!
+  }
+
+  /** Asks the judge prompt (variables `input` and `candidates`) for `{"best": index}`; 0 if it cannot tell. */
+  private async judge(
+    prepared: PreparedPrompt,
+    judgePromptId: string,
+    pool: Branch[],
+    signal: AbortSignal,
+    branch: (chain: Candidate[], signal: AbortSignal, tag: string, judge?: boolean) => Branch,
+  ): Promise<number> {
+    const candidates = pool.map((b, index) => ({ index, profileId: b.caller.candidate.profile.id, output: b.answer!.text }))
+    const judging = await this.deps.preparer.prepare({ tenantId: prepared.tenantId, promptId: judgePromptId, variables: { ...prepared.variables, candidates } })
+    const judge = branch(judging.candidates, signal, `judge:${judgePromptId}`, true)
+    try {
+      const { text } = await judge.caller.call(judging.messages, () => false)
+      judge.status = 'COMPLETED'
+      judge.progress.text = text
+      const verdict = validateOutput(judging.output.kind === 'TEXT' ? { kind: 'JSON', schema: null } : judging.output, text)
+      const best = (verdict.parsed as { best?: unknown } | undefined)?.best
+      return typeof best === 'number' && Number.isInteger(best) && best >= 0 && best < pool.length ? best : 0
+    } catch (error) {
+      if (signal.aborted) throw signal.reason
+      judge.status = 'FAILED'
+      judge.error = error
+      return 0
+    }
+  }
+
+  /** The run reports the profile that answered (after a failover, or a parallel selection). */
+  private follow(run: RunRecord, candidate: Candidate): void {
     Object.assign(run, { profileId: candidate.profile.id, backendId: candidate.backend.id, model: candidate.model, settings: redactSettings(candidate.settings) })
   }
 
-  private ended(run: RunRecord, output: string, caller: ModelCaller | null): RunRecord {
+  private ended(run: RunRecord, output: string, branches: Branch[]): RunRecord {
     run.output = output
-    run.usage = caller ? { ...caller.usage } : { inputTokens: 0, outputTokens: 0 }
-    run.costUsd = caller ? caller.cost : null
-    run.failoverAttempts = caller ? [...caller.attempts] : []
+    run.usage = { inputTokens: 0, outputTokens: 0 }
+    run.costUsd = 0
+    for (const b of branches) {
+      run.usage.inputTokens += b.caller.usage.inputTokens
+      run.usage.outputTokens += b.caller.usage.outputTokens
+      run.costUsd = run.costUsd === null || b.caller.cost === null ? null : run.costUsd + b.caller.cost
+    }
+    if (branches.length === 0) run.costUsd = null
+    run.failoverAttempts = branches.flatMap((b) => b.caller.attempts)
     run.finishedAt = now()
     return run
   }
@@ -242,5 +330,20 @@ export class RunExecutor {
     const snapshot = { ...run }
     this.deps.saves.enqueue(run.id, () => this.deps.runs.update(snapshot), 'row')
     if (run.sessionId) this.deps.bus.publish(run.tenantId, run.sessionId, run.id, { type: 'RUN_FINISHED', run: snapshot })
+  }
+}
+
+function alternativeOf(b: Branch): Alternative {
+  const { candidate } = b.caller
+  const error = b.error instanceof PromptlineError ? b.error : null
+  return {
+    profileId: candidate.profile.id,
+    backendId: candidate.backend.id,
+    model: candidate.model,
+    status: b.status === 'RUNNING' ? 'ABORTED' : b.status,
+    output: b.answer?.text ?? b.progress.text,
+    valid: b.answer ? b.answer.validation.valid : null,
+    errorCode: error?.code ?? (b.status === 'FAILED' ? 'INTERNAL' : null),
+    errorMessage: error?.message ?? (b.error instanceof NotSelected ? b.error.message : null),
   }
 }

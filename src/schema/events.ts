@@ -51,6 +51,7 @@ builder.objectRef<Of<'TOKEN_DELTA'>>('TokenDeltaEvent').implement({
     runId: t.id({ resolve: (e) => e.runId! }),
     text: t.exposeString('text'),
     attempt: t.exposeInt('attempt', { description: '0 for the first generation, 1 for the first repair, …' }),
+    candidate: t.exposeID('candidate', { nullable: true, description: 'For a parallel prompt: the profile whose answer this is.' }),
   }),
 })
 

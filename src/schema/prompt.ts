@@ -1,5 +1,5 @@
 import type { Prompt } from '../catalog/catalog.js'
-import { OUTPUT_KINDS, type OutputContract, type Role } from '../catalog/definitions.js'
+import { OUTPUT_KINDS, type OutputContract, type ParallelSpec, type Role } from '../catalog/definitions.js'
 import { NotFoundError } from '../errors.js'
 import { builder } from './builder.js'
 import { encodeCursor, forwardPage, PAGE_DEFAULT, PAGE_MAX, toConnection } from './paging.js'
@@ -41,6 +41,25 @@ export const OutputContractRef = builder.objectRef<OutputContract>('OutputContra
   }),
 })
 
+const ParallelSelectEnum = builder.enumType('ParallelSelect', {
+  values: {
+    FIRST_VALID: { description: 'The first answer that meets the output contract; the others are stopped.' },
+    BEST_OF: { description: 'All answer; the judge prompt picks the best.' },
+  },
+})
+
+const ParallelRef = builder.objectRef<ParallelSpec>('ParallelCandidates').implement({
+  description: 'Several profiles answer at once; one answer is selected, the others are kept as alternatives.',
+  fields: (t) => ({
+    profiles: t.exposeIDList('profiles'),
+    select: t.field({ type: ParallelSelectEnum, resolve: (p) => p.select }),
+    judgePromptId: t.exposeID('judgePromptId', {
+      nullable: true,
+      description: 'For BEST_OF: a prompt given the variables input and candidates ([{ index, profileId, output }]) that answers {"best": index}.',
+    }),
+  }),
+})
+
 export const PromptRef = builder.objectRef<Prompt>('Prompt').implement({
   description: 'A named prompt definition: message templates, default profile and output contract.',
   fields: (t) => ({
@@ -54,6 +73,7 @@ export const PromptRef = builder.objectRef<Prompt>('Prompt').implement({
     output: t.field({ type: OutputContractRef, resolve: (p) => p.definition.output }),
     maxRepairs: t.int({ description: 'Repair generations allowed when output fails its contract.', resolve: (p) => p.definition.maxRepairs }),
     variables: t.exposeStringList('variables', { description: 'Variables the templates refer to, in order of first use.' }),
+    parallel: t.field({ type: ParallelRef, nullable: true, resolve: (p) => p.definition.parallel ?? null }),
     updatedAt: t.field({ type: 'DateTime', resolve: (p) => p.updatedAt }),
   }),
 })
@@ -111,6 +131,14 @@ const OutputContractInput = builder.inputType('OutputContractInput', {
   }),
 })
 
+const ParallelInput = builder.inputType('ParallelCandidatesInput', {
+  fields: (t) => ({
+    profiles: t.idList({ required: true, description: '2 to 8 profiles.' }),
+    select: t.field({ type: ParallelSelectEnum, required: true }),
+    judgePromptId: t.id({ description: 'Required with BEST_OF.' }),
+  }),
+})
+
 const UpsertPromptInput = builder.inputType('UpsertPromptInput', {
   fields: (t) => ({
     id: t.id({ required: true, description: '1-128 characters of A-Z a-z 0-9 _ . -' }),
@@ -119,6 +147,7 @@ const UpsertPromptInput = builder.inputType('UpsertPromptInput', {
     defaultProfileId: t.id(),
     output: t.field({ type: OutputContractInput, description: 'Defaults to TEXT.' }),
     maxRepairs: t.int({ description: '0 to 10; default 0.' }),
+    parallel: t.field({ type: ParallelInput, description: 'Run several profiles at once and select one answer.' }),
   }),
 })
 

@@ -1,5 +1,5 @@
 import { NotFoundError } from '../errors.js'
-import { RUN_STATUSES, TERMINAL_REASONS, type FailoverAttempt, type OutputValidation, type RunRecord, type Usage } from '../store/records.js'
+import { RUN_STATUSES, TERMINAL_REASONS, type Alternative, type FailoverAttempt, type OutputValidation, type RunRecord, type Usage } from '../store/records.js'
 import type { RunFilter } from '../store/run-store.js'
 import { builder } from './builder.js'
 import type { Context } from './context.js'
@@ -54,6 +54,20 @@ const ValidationRef = builder.objectRef<OutputValidation>('OutputValidation').im
   }),
 })
 
+const AlternativeRef = builder.objectRef<Alternative>('RunAlternative').implement({
+  description: 'An answer of a parallel prompt that was not selected.',
+  fields: (t) => ({
+    profileId: t.exposeID('profileId'),
+    backendId: t.exposeID('backendId'),
+    model: t.exposeString('model'),
+    status: t.exposeString('status', { description: 'COMPLETED, FAILED, or ABORTED (stopped once another was selected).' }),
+    output: t.exposeString('output'),
+    valid: t.exposeBoolean('valid', { nullable: true }),
+    errorCode: t.field({ type: ErrorCodeEnum, nullable: true, resolve: (a) => a.errorCode as never }),
+    errorMessage: t.exposeString('errorMessage', { nullable: true }),
+  }),
+})
+
 export const RunRef = builder.objectRef<RunRecord>('Run').implement({
   description: 'One execution of a queue entry: a durable record.',
   fields: (t) => ({
@@ -73,6 +87,7 @@ export const RunRef = builder.objectRef<RunRecord>('Run').implement({
     parsedOutput: t.field({ type: 'JSON', nullable: true, description: 'The output parsed, for JSON and JSON_SCHEMA prompts.', resolve: (r) => r.parsedOutput }),
     validation: t.field({ type: ValidationRef, nullable: true, resolve: (r) => r.validation }),
     failoverAttempts: t.field({ type: [FailoverAttemptRef], resolve: (r) => r.failoverAttempts }),
+    alternatives: t.field({ type: [AlternativeRef], description: 'For a parallel prompt: the answers not selected.', resolve: (r) => r.alternatives }),
     usage: t.field({ type: UsageRef, nullable: true, resolve: (r) => r.usage }),
     cost: t.float({ nullable: true, description: "USD from the catalog's per-model prices; null when a model used has no price.", resolve: (r) => r.costUsd }),
     startedAt: t.field({ type: 'DateTime', resolve: (r) => r.startedAt }),

@@ -43,9 +43,11 @@ export class CatalogService {
   async upsertPrompt(tenantId: string, input: unknown): Promise<Prompt> {
     const parsed = parseInput(promptSchema, input, 'input')
     const { description, definition } = toPromptDefinition(parsed)
-    if (definition.defaultProfileId && !(await this.catalog.getProfile(tenantId, definition.defaultProfileId))) {
-      throw new NotFoundError('profile', definition.defaultProfileId)
+    for (const profileId of [definition.defaultProfileId, ...(definition.parallel?.profiles ?? [])]) {
+      if (profileId && !(await this.catalog.getProfile(tenantId, profileId))) throw new NotFoundError('profile', profileId)
     }
+    const judge = definition.parallel?.judgePromptId
+    if (judge && judge !== parsed.id && !(await this.catalog.getPrompt(tenantId, judge))) throw new NotFoundError('prompt', judge)
     return this.catalog.savePrompt(tenantId, parsed.id, description, definition)
   }
 

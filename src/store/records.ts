@@ -91,6 +91,19 @@ export interface OutputValidation {
   attempts: number
 }
 
+/** An answer of a parallel prompt that was not selected. */
+export interface Alternative {
+  profileId: string
+  backendId: string
+  model: string
+  status: 'COMPLETED' | 'FAILED' | 'ABORTED'
+  output: string
+  /** Null when it never got to validation. */
+  valid: boolean | null
+  errorCode: string | null
+  errorMessage: string | null
+}
+
 export interface RunRecord {
   id: string
   tenantId: string
@@ -110,6 +123,7 @@ export interface RunRecord {
   parsedOutput: unknown
   validation: OutputValidation | null
   failoverAttempts: FailoverAttempt[]
+  alternatives: Alternative[]
   usage: Usage | null
   /** USD, from the catalog's prices; null when a model used has no price. */
   costUsd: number | null

@@ -1,7 +1,7 @@
 import type { Prisma } from '@db/client'
 import type { Db } from './database.js'
 import type { RawWriter } from './raw-writer.js'
-import type { FailoverAttempt, OutputValidation, RunRecord, RunStatus, TerminalReason } from './records.js'
+import type { Alternative, FailoverAttempt, OutputValidation, RunRecord, RunStatus, TerminalReason } from './records.js'
 
 const select = {
   id: true,
@@ -21,6 +21,7 @@ const select = {
   parsedOutput: true,
   validation: true,
   failoverAttempts: true,
+  alternatives: true,
   costUsd: true,
   inputTokens: true,
   outputTokens: true,
@@ -38,11 +39,12 @@ const iso = (d: Date | null) => (d ? d.toISOString() : null)
 const date = (s: string | null) => (s ? new Date(s) : null)
 
 function toRecord(row: Row): RunRecord {
-  const { inputTokens, outputTokens, validation, failoverAttempts, ...rest } = row
+  const { inputTokens, outputTokens, validation, failoverAttempts, alternatives, ...rest } = row
   return {
     ...rest,
     validation: validation as OutputValidation | null,
     failoverAttempts: (failoverAttempts as FailoverAttempt[] | null) ?? [],
+    alternatives: (alternatives as Alternative[] | null) ?? [],
     status: row.status as RunStatus,
     terminalReason: row.terminalReason as TerminalReason | null,
     usage: inputTokens === null || outputTokens === null ? null : { inputTokens, outputTokens },
@@ -53,7 +55,7 @@ function toRecord(row: Row): RunRecord {
   }
 }
 
-const JSON_COLUMNS = new Set(['settings', 'parsedOutput', 'validation', 'failoverAttempts'])
+const JSON_COLUMNS = new Set(['settings', 'parsedOutput', 'validation', 'failoverAttempts', 'alternatives'])
 
 function toData(run: RunRecord) {
   return {
@@ -70,6 +72,7 @@ function toData(run: RunRecord) {
     parsedOutput: run.parsedOutput ?? null,
     validation: run.validation,
     failoverAttempts: run.failoverAttempts,
+    alternatives: run.alternatives,
     costUsd: run.costUsd,
     inputTokens: run.usage?.inputTokens ?? null,
     outputTokens: run.usage?.outputTokens ?? null,

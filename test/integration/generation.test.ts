@@ -40,7 +40,19 @@ profiles:
   - { id: all-keyless, backendId: oa, model: gpt-test, credentialEnv: MISSING_KEY, candidates: [keyless-too] }
   - { id: serial, backendId: oa-serial, model: gpt-test }
   - { id: tight, backendId: oa-tight, model: gpt-test }
+  - { id: an-second, backendId: an, model: claude-second }
 prompts:
+  - id: race
+    parallel: { profiles: [oa-plain, an-plain], select: FIRST_VALID }
+    output: { kind: JSON }
+    messages: [{ role: user, content: "{{input}}" }]
+  - id: contest
+    parallel: { profiles: [an-plain, an-second], select: BEST_OF, judgePromptId: pick }
+    messages: [{ role: user, content: "{{input}}" }]
+  - id: pick
+    defaultProfileId: oa-plain
+    output: { kind: JSON_SCHEMA, schema: { type: object, required: [best], properties: { best: { type: integer } } } }
+    messages: [{ role: user, content: "Which answer to {{input}} is best? {{candidates}}" }]
   - id: person
     defaultProfileId: oa-plain
     maxRepairs: 2
@@ -242,6 +254,35 @@ describe.each(providers)('generation with real vendor clients (%s)', (provider) 
     expect(r.validation).toMatchObject({ valid: false, attempts: 3 })
     expect(r.validation!.errors.join(' ')).toMatch(/age/)
     expect(openai.requests.length - before).toBe(3)
+  })
+
+  it('runs parallel profiles and takes the first valid answer, stopping the other', async () => {
+    openai.script({ tokens: Array.from({ length: 60 }, () => 'slow '), delayMs: 20 })
+    anthropic.script({ tokens: ['{"fast": ', 'true}'], delayMs: 60 })
+    const { run: r } = await run({ promptId: 'race', input: 'go' })
+    expect(r).toMatchObject({ status: 'COMPLETED', profileId: 'an-plain', output: '{"fast": true}', parsedOutput: { fast: true } })
+    const details = (await t.request(RunDetailsDocument, { id: r.id })).data!.run!
+    expect(details.alternatives).toEqual([expect.objectContaining({ profileId: 'oa-plain', status: 'ABORTED', valid: null })])
+    await new Promise((resolve) => setTimeout(resolve, 100))
+    expect(openai.requests.at(-1)!.closedByClient).toBe(true)
+    const tokens = t.subscribe(RunTokensDocument, { runId: r.id })
+    await tokens.done()
+    const deltas = tokens.results.map((e) => e.data!.runEvents).filter((e) => e.__typename === 'TokenDeltaEvent') as { text: string; candidate: string | null }[]
+    expect(deltas.filter((d) => d.candidate === 'an-plain').map((d) => d.text).join('')).toBe(r.output)
+    expect(deltas.some((d) => d.candidate === 'oa-plain')).toBe(true)
+  })
+
+  it('runs parallel profiles to the end and lets the judge prompt pick the best', async () => {
+    openai.script({ tokens: ['{"best": 1}'] })
+    const { run: r } = await run({ promptId: 'contest', input: 'two ways' })
+    const details = (await t.request(RunDetailsDocument, { id: r.id })).data!.run!
+    expect(details).toMatchObject({ status: 'COMPLETED', profileId: 'an-second', model: 'claude-second', output: 'two ways' })
+    expect(details.alternatives).toEqual([expect.objectContaining({ profileId: 'an-plain', status: 'COMPLETED', output: 'two ways', valid: true })])
+    const judged = openai.requests.at(-1)!.body.messages.at(-1).content as string
+    expect(judged).toContain('"profileId":"an-plain"')
+    expect(judged).toContain('"profileId":"an-second"')
+    // the judge's call counts in the usage and the attempts
+    expect(details.failoverAttempts.map((a) => a.profileId).sort()).toEqual(['an-plain', 'an-second', 'oa-plain'])
   })
 
   it('refuses a setting the vendor does not take at admission', async () => {

@@ -25,12 +25,13 @@ describe.each(providers)('records written by the store read back the same (%s)',
     settings: { temperature: 0, extra: { seed: 1 } }, output: 'line 1\nline 2 "quoted" \u{1F600}', parsedOutput: 36,
     validation: { valid: false, errors: ['(root) must be object'], attempts: 3 },
     failoverAttempts: [{ profileId: 'prof', backendId: 'b', model: 'm', outcome: 'FAILED', errorCode: 'RATE_LIMITED', durationMs: 12, attempt: 1 }],
+    alternatives: [{ profileId: 'other', backendId: 'b2', model: 'm2', status: 'ABORTED', output: 'par', valid: null, errorCode: null, errorMessage: 'not selected' }],
     usage: { inputTokens: 10, outputTokens: 20 }, costUsd: 0.000123, startedAt: at(0), firstTokenAt: at(15), finishedAt: at(1234),
     heartbeatAt: at(999), errorCode: null, errorMessage: null, terminalReason: 'COMPLETED',
   }
 
   it('keeps every field of a run, JSON scalars and timestamps included', async () => {
-    await store.runs.insert({ ...run, status: 'PREPARING', output: null, parsedOutput: null, validation: null, failoverAttempts: [], usage: null, costUsd: null, firstTokenAt: null, finishedAt: null, terminalReason: null })
+    await store.runs.insert({ ...run, status: 'PREPARING', output: null, parsedOutput: null, validation: null, failoverAttempts: [], alternatives: [], usage: null, costUsd: null, firstTokenAt: null, finishedAt: null, terminalReason: null })
     await store.runs.update(run)
     expect(await store.runs.find('t', 'run-1')).toEqual(run)
     for (const parsedOutput of ['36', [1, 'two'], { x: 1 }, true, null]) {
@@ -53,7 +54,7 @@ describe.each(providers)('records written by the store read back the same (%s)',
   })
 
   it('keeps events in order with their payloads, in batches larger than one statement', async () => {
-    const events = Array.from({ length: 450 }, (_, i): SessionEvent => ({ type: 'TOKEN_DELTA', text: `tok ${i} "q" \u{1F600}`, attempt: i % 2, tenantId: 't', sessionId: 's', runId: 'run-1', sequence: i + 1, at: at(i) }))
+    const events = Array.from({ length: 450 }, (_, i): SessionEvent => ({ type: 'TOKEN_DELTA', text: `tok ${i} "q" \u{1F600}`, attempt: i % 2, candidate: i % 3 ? null : 'p', tenantId: 't', sessionId: 's', runId: 'run-1', sequence: i + 1, at: at(i) }))
     await store.events.append(events)
     expect(await store.events.after('t', 's', 0, 1000)).toEqual(events)
     expect((await store.events.forRun('t', 'run-1', 440, 1000)).map((e) => e.sequence)).toEqual([441, 442, 443, 444, 445, 446, 447, 448, 449, 450])

@@ -1,6 +1,3 @@
--- CreateSchema
-CREATE SCHEMA IF NOT EXISTS "public";
-
 -- CreateTable
 CREATE TABLE "Prompt" (
     "tenantId" TEXT NOT NULL,
@@ -9,10 +6,10 @@ CREATE TABLE "Prompt" (
     "definitionHash" TEXT NOT NULL,
     "definition" JSONB NOT NULL,
     "description" TEXT,
-    "createdAt" TIMESTAMP(3) NOT NULL DEFAULT CURRENT_TIMESTAMP,
-    "updatedAt" TIMESTAMP(3) NOT NULL,
+    "createdAt" DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP,
+    "updatedAt" DATETIME NOT NULL,
 
-    CONSTRAINT "Prompt_pkey" PRIMARY KEY ("tenantId","id")
+    PRIMARY KEY ("tenantId", "id")
 );
 
 -- CreateTable
@@ -22,9 +19,9 @@ CREATE TABLE "PromptVersion" (
     "version" INTEGER NOT NULL,
     "definitionHash" TEXT NOT NULL,
     "definition" JSONB NOT NULL,
-    "createdAt" TIMESTAMP(3) NOT NULL DEFAULT CURRENT_TIMESTAMP,
+    "createdAt" DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP,
 
-    CONSTRAINT "PromptVersion_pkey" PRIMARY KEY ("tenantId","promptId","version")
+    PRIMARY KEY ("tenantId", "promptId", "version")
 );
 
 -- CreateTable
@@ -32,10 +29,10 @@ CREATE TABLE "Profile" (
     "tenantId" TEXT NOT NULL,
     "id" TEXT NOT NULL,
     "definition" JSONB NOT NULL,
-    "createdAt" TIMESTAMP(3) NOT NULL DEFAULT CURRENT_TIMESTAMP,
-    "updatedAt" TIMESTAMP(3) NOT NULL,
+    "createdAt" DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP,
+    "updatedAt" DATETIME NOT NULL,
 
-    CONSTRAINT "Profile_pkey" PRIMARY KEY ("tenantId","id")
+    PRIMARY KEY ("tenantId", "id")
 );
 
 -- CreateTable
@@ -47,15 +44,15 @@ CREATE TABLE "Session" (
     "metadata" JSONB,
     "keepHistory" BOOLEAN NOT NULL DEFAULT true,
     "sequenceCeiling" INTEGER NOT NULL DEFAULT 0,
-    "createdAt" TIMESTAMP(3) NOT NULL DEFAULT CURRENT_TIMESTAMP,
-    "updatedAt" TIMESTAMP(3) NOT NULL,
+    "createdAt" DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP,
+    "updatedAt" DATETIME NOT NULL,
 
-    CONSTRAINT "Session_pkey" PRIMARY KEY ("tenantId","id")
+    PRIMARY KEY ("tenantId", "id")
 );
 
 -- CreateTable
 CREATE TABLE "Message" (
-    "id" TEXT NOT NULL,
+    "id" TEXT NOT NULL PRIMARY KEY,
     "tenantId" TEXT NOT NULL,
     "sessionId" TEXT NOT NULL,
     "position" INTEGER NOT NULL,
@@ -63,14 +60,13 @@ CREATE TABLE "Message" (
     "content" TEXT NOT NULL,
     "runId" TEXT,
     "interrupted" BOOLEAN NOT NULL DEFAULT false,
-    "createdAt" TIMESTAMP(3) NOT NULL DEFAULT CURRENT_TIMESTAMP,
-
-    CONSTRAINT "Message_pkey" PRIMARY KEY ("id")
+    "createdAt" DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP,
+    CONSTRAINT "Message_tenantId_sessionId_fkey" FOREIGN KEY ("tenantId", "sessionId") REFERENCES "Session" ("tenantId", "id") ON DELETE CASCADE ON UPDATE CASCADE
 );
 
 -- CreateTable
 CREATE TABLE "QueueEntry" (
-    "id" TEXT NOT NULL,
+    "id" TEXT NOT NULL PRIMARY KEY,
     "tenantId" TEXT NOT NULL,
     "sessionId" TEXT NOT NULL,
     "queueSequence" INTEGER NOT NULL,
@@ -79,21 +75,20 @@ CREATE TABLE "QueueEntry" (
     "request" JSONB NOT NULL,
     "requestBytes" INTEGER NOT NULL,
     "scheduleKey" TEXT,
-    "fireAt" TIMESTAMP(3),
+    "fireAt" DATETIME,
     "runId" TEXT,
     "errorCode" TEXT,
     "errorMessage" TEXT,
     "unappliedSteerIds" JSONB,
-    "queuedAt" TIMESTAMP(3) NOT NULL DEFAULT CURRENT_TIMESTAMP,
-    "startedAt" TIMESTAMP(3),
-    "finishedAt" TIMESTAMP(3),
-
-    CONSTRAINT "QueueEntry_pkey" PRIMARY KEY ("id")
+    "queuedAt" DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP,
+    "startedAt" DATETIME,
+    "finishedAt" DATETIME,
+    CONSTRAINT "QueueEntry_tenantId_sessionId_fkey" FOREIGN KEY ("tenantId", "sessionId") REFERENCES "Session" ("tenantId", "id") ON DELETE CASCADE ON UPDATE CASCADE
 );
 
 -- CreateTable
 CREATE TABLE "Run" (
-    "id" TEXT NOT NULL,
+    "id" TEXT NOT NULL PRIMARY KEY,
     "tenantId" TEXT NOT NULL,
     "sessionId" TEXT,
     "queueId" TEXT,
@@ -110,19 +105,18 @@ CREATE TABLE "Run" (
     "parsedOutput" JSONB,
     "validation" JSONB,
     "failoverAttempts" JSONB,
+    "alternatives" JSONB,
     "inputTokens" INTEGER,
     "outputTokens" INTEGER,
-    "costUsd" DOUBLE PRECISION,
-    "startedAt" TIMESTAMP(3) NOT NULL DEFAULT CURRENT_TIMESTAMP,
-    "firstTokenAt" TIMESTAMP(3),
-    "finishedAt" TIMESTAMP(3),
-    "heartbeatAt" TIMESTAMP(3),
-    "lastProgressAt" TIMESTAMP(3),
+    "costUsd" REAL,
+    "startedAt" DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP,
+    "firstTokenAt" DATETIME,
+    "finishedAt" DATETIME,
+    "heartbeatAt" DATETIME,
+    "lastProgressAt" DATETIME,
     "errorCode" TEXT,
     "errorMessage" TEXT,
-    "terminalReason" TEXT,
-
-    CONSTRAINT "Run_pkey" PRIMARY KEY ("id")
+    "terminalReason" TEXT
 );
 
 -- CreateTable
@@ -133,9 +127,9 @@ CREATE TABLE "RunEvent" (
     "runId" TEXT,
     "type" TEXT NOT NULL,
     "payload" JSONB NOT NULL,
-    "at" TIMESTAMP(3) NOT NULL,
+    "at" DATETIME NOT NULL,
 
-    CONSTRAINT "RunEvent_pkey" PRIMARY KEY ("tenantId","sessionId","sequence")
+    PRIMARY KEY ("tenantId", "sessionId", "sequence")
 );
 
 -- CreateIndex
@@ -161,9 +155,3 @@ CREATE INDEX "Run_status_heartbeatAt_idx" ON "Run"("status", "heartbeatAt");
 
 -- CreateIndex
 CREATE INDEX "RunEvent_runId_sequence_idx" ON "RunEvent"("runId", "sequence");
-
--- AddForeignKey
-ALTER TABLE "Message" ADD CONSTRAINT "Message_tenantId_sessionId_fkey" FOREIGN KEY ("tenantId", "sessionId") REFERENCES "Session"("tenantId", "id") ON DELETE CASCADE ON UPDATE CASCADE;
-
--- AddForeignKey
-ALTER TABLE "QueueEntry" ADD CONSTRAINT "QueueEntry_tenantId_sessionId_fkey" FOREIGN KEY ("tenantId", "sessionId") REFERENCES "Session"("tenantId", "id") ON DELETE CASCADE ON UPDATE CASCADE;

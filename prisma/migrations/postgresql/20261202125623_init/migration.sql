@@ -1,3 +1,6 @@
+-- CreateSchema
+CREATE SCHEMA IF NOT EXISTS "public";
+
 -- CreateTable
 CREATE TABLE "Prompt" (
     "tenantId" TEXT NOT NULL,
@@ -6,10 +9,10 @@ CREATE TABLE "Prompt" (
     "definitionHash" TEXT NOT NULL,
     "definition" JSONB NOT NULL,
     "description" TEXT,
-    "createdAt" DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP,
-    "updatedAt" DATETIME NOT NULL,
+    "createdAt" TIMESTAMP(3) NOT NULL DEFAULT CURRENT_TIMESTAMP,
+    "updatedAt" TIMESTAMP(3) NOT NULL,
 
-    PRIMARY KEY ("tenantId", "id")
+    CONSTRAINT "Prompt_pkey" PRIMARY KEY ("tenantId","id")
 );
 
 -- CreateTable
@@ -19,9 +22,9 @@ CREATE TABLE "PromptVersion" (
     "version" INTEGER NOT NULL,
     "definitionHash" TEXT NOT NULL,
     "definition" JSONB NOT NULL,
-    "createdAt" DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP,
+    "createdAt" TIMESTAMP(3) NOT NULL DEFAULT CURRENT_TIMESTAMP,
 
-    PRIMARY KEY ("tenantId", "promptId", "version")
+    CONSTRAINT "PromptVersion_pkey" PRIMARY KEY ("tenantId","promptId","version")
 );
 
 -- CreateTable
@@ -29,10 +32,10 @@ CREATE TABLE "Profile" (
     "tenantId" TEXT NOT NULL,
     "id" TEXT NOT NULL,
     "definition" JSONB NOT NULL,
-    "createdAt" DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP,
-    "updatedAt" DATETIME NOT NULL,
+    "createdAt" TIMESTAMP(3) NOT NULL DEFAULT CURRENT_TIMESTAMP,
+    "updatedAt" TIMESTAMP(3) NOT NULL,
 
-    PRIMARY KEY ("tenantId", "id")
+    CONSTRAINT "Profile_pkey" PRIMARY KEY ("tenantId","id")
 );
 
 -- CreateTable
@@ -44,15 +47,15 @@ CREATE TABLE "Session" (
     "metadata" JSONB,
     "keepHistory" BOOLEAN NOT NULL DEFAULT true,
     "sequenceCeiling" INTEGER NOT NULL DEFAULT 0,
-    "createdAt" DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP,
-    "updatedAt" DATETIME NOT NULL,
+    "createdAt" TIMESTAMP(3) NOT NULL DEFAULT CURRENT_TIMESTAMP,
+    "updatedAt" TIMESTAMP(3) NOT NULL,
 
-    PRIMARY KEY ("tenantId", "id")
+    CONSTRAINT "Session_pkey" PRIMARY KEY ("tenantId","id")
 );
 
 -- CreateTable
 CREATE TABLE "Message" (
-    "id" TEXT NOT NULL PRIMARY KEY,
+    "id" TEXT NOT NULL,
     "tenantId" TEXT NOT NULL,
     "sessionId" TEXT NOT NULL,
     "position" INTEGER NOT NULL,
@@ -60,13 +63,14 @@ CREATE TABLE "Message" (
     "content" TEXT NOT NULL,
     "runId" TEXT,
     "interrupted" BOOLEAN NOT NULL DEFAULT false,
-    "createdAt" DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP,
-    CONSTRAINT "Message_tenantId_sessionId_fkey" FOREIGN KEY ("tenantId", "sessionId") REFERENCES "Session" ("tenantId", "id") ON DELETE CASCADE ON UPDATE CASCADE
+    "createdAt" TIMESTAMP(3) NOT NULL DEFAULT CURRENT_TIMESTAMP,
+
+    CONSTRAINT "Message_pkey" PRIMARY KEY ("id")
 );
 
 -- CreateTable
 CREATE TABLE "QueueEntry" (
-    "id" TEXT NOT NULL PRIMARY KEY,
+    "id" TEXT NOT NULL,
     "tenantId" TEXT NOT NULL,
     "sessionId" TEXT NOT NULL,
     "queueSequence" INTEGER NOT NULL,
@@ -75,20 +79,21 @@ CREATE TABLE "QueueEntry" (
     "request" JSONB NOT NULL,
     "requestBytes" INTEGER NOT NULL,
     "scheduleKey" TEXT,
-    "fireAt" DATETIME,
+    "fireAt" TIMESTAMP(3),
     "runId" TEXT,
     "errorCode" TEXT,
     "errorMessage" TEXT,
     "unappliedSteerIds" JSONB,
-    "queuedAt" DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP,
-    "startedAt" DATETIME,
-    "finishedAt" DATETIME,
-    CONSTRAINT "QueueEntry_tenantId_sessionId_fkey" FOREIGN KEY ("tenantId", "sessionId") REFERENCES "Session" ("tenantId", "id") ON DELETE CASCADE ON UPDATE CASCADE
+    "queuedAt" TIMESTAMP(3) NOT NULL DEFAULT CURRENT_TIMESTAMP,
+    "startedAt" TIMESTAMP(3),
+    "finishedAt" TIMESTAMP(3),
+
+    CONSTRAINT "QueueEntry_pkey" PRIMARY KEY ("id")
 );
 
 -- CreateTable
 CREATE TABLE "Run" (
-    "id" TEXT NOT NULL PRIMARY KEY,
+    "id" TEXT NOT NULL,
     "tenantId" TEXT NOT NULL,
     "sessionId" TEXT,
     "queueId" TEXT,
@@ -105,17 +110,20 @@ CREATE TABLE "Run" (
     "parsedOutput" JSONB,
     "validation" JSONB,
     "failoverAttempts" JSONB,
+    "alternatives" JSONB,
     "inputTokens" INTEGER,
     "outputTokens" INTEGER,
-    "costUsd" REAL,
-    "startedAt" DATETIME NOT NULL DEFAULT CURRENT_TIMESTAMP,
-    "firstTokenAt" DATETIME,
-    "finishedAt" DATETIME,
-    "heartbeatAt" DATETIME,
-    "lastProgressAt" DATETIME,
+    "costUsd" DOUBLE PRECISION,
+    "startedAt" TIMESTAMP(3) NOT NULL DEFAULT CURRENT_TIMESTAMP,
+    "firstTokenAt" TIMESTAMP(3),
+    "finishedAt" TIMESTAMP(3),
+    "heartbeatAt" TIMESTAMP(3),
+    "lastProgressAt" TIMESTAMP(3),
     "errorCode" TEXT,
     "errorMessage" TEXT,
-    "terminalReason" TEXT
+    "terminalReason" TEXT,
+
+    CONSTRAINT "Run_pkey" PRIMARY KEY ("id")
 );
 
 -- CreateTable
@@ -126,9 +134,9 @@ CREATE TABLE "RunEvent" (
     "runId" TEXT,
     "type" TEXT NOT NULL,
     "payload" JSONB NOT NULL,
-    "at" DATETIME NOT NULL,
+    "at" TIMESTAMP(3) NOT NULL,
 
-    PRIMARY KEY ("tenantId", "sessionId", "sequence")
+    CONSTRAINT "RunEvent_pkey" PRIMARY KEY ("tenantId","sessionId","sequence")
 );
 
 -- CreateIndex
@@ -154,3 +162,9 @@ CREATE INDEX "Run_status_heartbeatAt_idx" ON "Run"("status", "heartbeatAt");
 
 -- CreateIndex
 CREATE INDEX "RunEvent_runId_sequence_idx" ON "RunEvent"("runId", "sequence");
+
+-- AddForeignKey
+ALTER TABLE "Message" ADD CONSTRAINT "Message_tenantId_sessionId_fkey" FOREIGN KEY ("tenantId", "sessionId") REFERENCES "Session"("tenantId", "id") ON DELETE CASCADE ON UPDATE CASCADE;
+
+-- AddForeignKey
+ALTER TABLE "QueueEntry" ADD CONSTRAINT "QueueEntry_tenantId_sessionId_fkey" FOREIGN KEY ("tenantId", "sessionId") REFERENCES "Session"("tenantId", "id") ON DELETE CASCADE ON UPDATE CASCADE;

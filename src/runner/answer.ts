@@ -1,0 +1,89 @@
+import type { OutputContract } from '../catalog/definitions.js'
+import type { ModelCaller } from './model-caller.js'
+import { repairInstruction, validateOutput, type ValidationResult } from './output-validation.js'
+import type { ChatMessage } from './prepare.js'
+import type { SteerInbox } from './steer-inbox.js'
+import type { TokenCoalescer } from './token-coalescer.js'
+
+/** Where an answer is as it is produced, so a stopped run still has its partial text. */
+export interface AnswerProgress {
+  /** The current attempt's text so far (all its steer segments). */
+  text: string
+  /** The current segment's text: what the model said since the last steer. */
+  segment: string
+  /** 0 for the first generation, 1 for the first repair, … */
+  attempt: number
+  /** Messages added to the conversation along the way (steer segments and steers). */
+  transcript: ChatMessage[]
+}
+
+export interface AnswerHooks {
+  coalescer: TokenCoalescer
+  onFirstToken(): void
+  onSteerApplied(steerId: string): void
+  onStatus(status: 'GENERATING' | 'VALIDATING' | 'REPAIRING'): void
+}
+
+export interface Answer {
+  text: string
+  validation: ValidationResult
+  attempts: number
+}
+
+/**
+ * One answer: model calls through `caller` until no steer is waiting (each accepted steer ends
+ * the segment at the next token and is appended as user input), then validation against the
+ * contract and up to `maxRepairs` repair generations with the errors fed back.
+ */
+export async function produceAnswer(options: {
+  caller: ModelCaller
+  messages: ChatMessage[]
+  output: OutputContract
+  maxRepairs: number
+  /** Null when this answer takes no steers (a parallel candidate). */
+  steers: SteerInbox | null
+  progress: AnswerProgress
+  hooks: AnswerHooks
+}): Promise<Answer> {
+  const { caller, output, maxRepairs, steers, progress, hooks } = options
+  let messages = options.messages
+  let firstToken = true
+  for (;;) {
+    progress.text = ''
+    for (;;) {
+      progress.segment = ''
+      const { endedEarly } = await caller.call(messages, (text) => {
+        if (firstToken) {
+          firstToken = false
+          hooks.onFirstToken()
+        }
+        progress.segment += text
+        progress.text += text
+        hooks.coalescer.push(text)
+        return steers?.waiting ?? false
+      })
+      const applied = steers?.take() ?? []
+      if (applied.length === 0 && !endedEarly) break
+      hooks.coalescer.restart()
+      if (progress.segment !== '') {
+        messages = [...messages, { role: 'assistant', content: progress.segment }]
+        progress.transcript.push({ role: 'assistant', content: progress.segment })
+      }
+      for (const steer of applied) {
+        messages = [...messages, { role: 'user', content: steer.text }]
+        progress.transcript.push({ role: 'user', content: steer.text })
+        hooks.onSteerApplied(steer.steerId)
+      }
+    }
+    hooks.coalescer.flush()
+    hooks.onStatus('VALIDATING')
+    const validation = validateOutput(output, progress.text)
+    if (validation.valid || progress.attempt >= maxRepairs) return { text: progress.text, validation, attempts: progress.attempt + 1 }
+    // a repair: the same lease, the answer and what was wrong with it, a fresh permit
+    hooks.coalescer.restart()
+    progress.attempt++
+    hooks.onStatus('REPAIRING')
+    messages = [...messages, { role: 'assistant', content: progress.text }, { role: 'user', content: repairInstruction(output, validation.errors) }]
+    hooks.onStatus('GENERATING')
+  }
+}
