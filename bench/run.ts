@@ -179,7 +179,7 @@ async function providerMode() {
           runs: ours.runs,
           floorRunsPerSecond: floor.runsPerSecond,
           runsPerSecond: ours.runsPerSecond,
-          runsRatio: round(ours.runsPerSecond / floor.runsPerSecond * 100) / 100,
+          runsRatio: Math.round((ours.runsPerSecond / floor.runsPerSecond) * 100) / 100,
           floorFirstTokenP50Ms: floor.firstTokenP50Ms,
           firstTokenP50Ms: ours.firstTokenP50Ms,
           floorFirstTokenP99Ms: floor.firstTokenP99Ms,

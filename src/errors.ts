@@ -105,10 +105,6 @@ export class OutputValidationError extends PromptlineError {
   readonly code = 'VALIDATION'
 }
 
-export class CancelledError extends PromptlineError {
-  readonly code = 'CANCELLED'
-}
-
 export class InternalError extends PromptlineError {
   readonly code = 'INTERNAL'
 }

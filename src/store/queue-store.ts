@@ -90,11 +90,6 @@ export class QueueStore {
     return row && toRecord(row)
   }
 
-  async findById(queueId: string): Promise<QueueEntryRecord | null> {
-    const row = await this.db.queueEntry.findUnique({ where: { id: queueId }, select })
-    return row && toRecord(row)
-  }
-
   /** A session's entries in queueSequence order, terminal ones only when asked. */
   async forSession(tenantId: string, sessionId: string, includeTerminal: boolean): Promise<QueueEntryRecord[]> {
     const rows = await this.db.queueEntry.findMany({

@@ -8,7 +8,6 @@ export const TERMINAL_ENTRY_STATUSES: readonly EntryStatus[] = ['COMPLETED', 'FA
 
 export const RUN_STATUSES = ['PREPARING', 'WAITING_CAPACITY', 'GENERATING', 'VALIDATING', 'REPAIRING', 'COMPLETED', 'FAILED', 'ABORTED'] as const
 export type RunStatus = (typeof RUN_STATUSES)[number]
-export const TERMINAL_RUN_STATUSES: readonly RunStatus[] = ['COMPLETED', 'FAILED', 'ABORTED']
 
 /** Why a run ended. */
 export const TERMINAL_REASONS = ['COMPLETED', 'ERROR', 'ABORTED', 'CANCELLED', 'SUPERSEDED', 'SHUTDOWN', 'INTERRUPTED', 'STALE'] as const
