@@ -8,7 +8,7 @@ export interface QueueLimits {
   maxPendingAdmissions: number
   /** Bytes of those, server-wide. */
   maxPendingBytes: number
-  /** Terminal entries kept per session, oldest dropped first. */
+  /** Terminal entries kept per session, oldest dropped first (pruned in batches: up to a tenth more may linger). */
   retainedTerminalPerSession: number
 }
 

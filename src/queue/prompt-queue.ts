@@ -305,8 +305,8 @@ export class PromptQueue {
     this.saveEntry(entry)
     const { tenantId, sessionId } = queue
     const keep = this.deps.limits.retainedTerminalPerSession
-    // prune only when the count may be over the limit, not once per run
-    if (queue.terminalCount === null || ++queue.terminalCount > keep) {
+    // prune only when the count may be well over the limit (a tenth of slack), not once per run
+    if (queue.terminalCount === null || ++queue.terminalCount > keep + Math.max(1, Math.ceil(keep / 10))) {
       this.deps.saves.enqueue(entry.queueId, async () => {
         queue.terminalCount = await this.deps.entries.pruneTerminal(tenantId, sessionId, keep)
       })

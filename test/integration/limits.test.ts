@@ -65,6 +65,27 @@ describe.each(providers)('admission limits (%s)', (provider) => {
     await refused(t, s, () => enqueueResult(t, { sessionId: s, input: 'no room' }), 'maxPendingAdmissions')
   })
 
+  it('keeps only the newest finished entries of a session', async () => {
+    const retaining = await startTestServer({ provider, app: { limits: { retainedTerminalPerSession: 3 } } })
+    try {
+      const s = await createSession(retaining, 'retention')
+      const ids: string[] = []
+      for (let i = 0; i < 6; i++) {
+        const entry = await enqueue(retaining, { sessionId: s, input: `prompt ${i}` })
+        await waitForEntry(retaining, s, entry.queueId, ['COMPLETED'])
+        ids.push(entry.queueId)
+      }
+      await retaining.app.flush()
+      const kept = (await retaining.app.store.entries.forSession('local', s, true)).map((e) => e.queueId)
+      // pruned in batches: between the limit and a tenth (at least one) more, always the newest
+      expect(kept.length).toBeGreaterThanOrEqual(3)
+      expect(kept.length).toBeLessThanOrEqual(4)
+      expect(kept).toEqual(ids.slice(ids.length - kept.length))
+    } finally {
+      await retaining.stop({ dropDatabase: true })
+    }
+  })
+
   it('limits pending bytes server-wide', async () => {
     for (const id of ['b1', 'b2']) {
       await createSession(bytes, id)
