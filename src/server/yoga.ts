@@ -1,5 +1,6 @@
 import type { GraphQLSchema } from 'graphql'
 import { createYoga, type Plugin, type YogaServerInstance } from 'graphql-yoga'
+import type { ErrorCode } from '../errors.js'
 import type { Logger } from '../logger.js'
 import type { Context, Services } from '../schema/context.js'
 import { maskError } from '../schema/errors.js'
@@ -25,6 +26,16 @@ function useHealthz(ping: () => Promise<void>, logger: Logger): Plugin {
   }
 }
 
+/** A document that does not validate against the schema is the client's mistake: INVALID_REQUEST. */
+const useValidationErrorCode: Plugin = {
+  onValidate() {
+    return ({ valid, result }) => {
+      if (valid) return
+      for (const error of result) (error as { extensions: Record<string, unknown> }).extensions.code = 'INVALID_REQUEST' satisfies ErrorCode
+    }
+  },
+}
+
 /** The GraphQL app with no listener: tests call `yoga.fetch`, http.ts serves it. */
 export function createPromptlineYoga(options: {
   schema: GraphQLSchema
@@ -41,6 +52,6 @@ export function createPromptlineYoga(options: {
     maskedErrors: { maskError },
     logging: logger,
     context: (): Context => ({ tenantId: LOCAL_TENANT, services }),
-    plugins: [useHealthz(options.ping, logger)],
+    plugins: [useHealthz(options.ping, logger), useValidationErrorCode],
   })
 }

@@ -57,6 +57,17 @@ describe.each(providers)('catalog and preparation over GraphQL (%s)', (provider)
     expect(errors?.[0]?.extensions?.code).toBe('INVALID_REQUEST')
   })
 
+  it('answers a document that does not validate with INVALID_REQUEST', async () => {
+    const response = await t.app.yoga.fetch('http://promptline.test/graphql', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ query: '{ prompts { nope } }' }),
+    })
+    const body = await response.json()
+    expect(body.errors[0].extensions.code).toBe('INVALID_REQUEST')
+    expect(body.errors[0].message).toContain('nope')
+  })
+
   it('pages prompts forward with cursors', async () => {
     const first = await t.execute(PromptsDocument, { first: 1 })
     expect(first.data!.prompts.edges.map((e) => e.node.id)).toEqual(['chat'])

@@ -84,4 +84,20 @@ describe.each(providers)('a server restart (%s)', (provider) => {
     expect(beforeCrash.length).toBeGreaterThan(0)
     expect(finished!.sequence).toBeGreaterThan(Math.max(...beforeCrash.map((e) => e.sequence)))
   }, 60_000)
+
+  it('on a graceful stop aborts the running prompt (SHUTDOWN), keeps the queued one, and resumes it at the next start', async () => {
+    database = await createTestDatabase(provider)
+    const first = await startTestServer({ provider, database })
+    await first.request(CreateSessionDocument, { input: { id: 'graceful', defaultProfileId: 'fake-echo' } })
+    const running = (await first.request(EnqueuePromptDocument, { input: { sessionId: 'graceful', input: words(100), overrides: { extra: { tokenDelayMs: 50 } } } })).data!.enqueuePrompt
+    const queued = (await first.request(EnqueuePromptDocument, { input: { sessionId: 'graceful', input: 'resume me' } })).data!.enqueuePrompt
+    if (running.__typename !== 'EnqueuePromptPayload' || queued.__typename !== 'EnqueuePromptPayload') throw new Error('not admitted')
+    const runId = (await waitForEntry(first, 'graceful', running.entry.queueId, ['RUNNING'])).runId!
+    await first.stop() // shutdownGraceMs is 0 in tests
+
+    server = await startTestServer({ provider, database })
+    expect((await server.request(RunDocument, { id: runId })).data!.run).toMatchObject({ status: 'ABORTED', terminalReason: 'SHUTDOWN' })
+    const resumed = await waitForEntry(server, 'graceful', queued.entry.queueId, ['COMPLETED'])
+    expect((await server.request(RunDocument, { id: resumed.runId! })).data!.run!.output).toBe('resume me')
+  })
 })
