@@ -1,26 +1,11 @@
 import { GenerationError } from '../errors.js'
+import { sleep } from './sleep.js'
 import type { GenerateEvent, GenerateRequest, ModelClient } from './model-client.js'
 
 /** A word with its following whitespace (leading whitespace is a token of its own). */
 const TOKEN = /^\s+|\S+\s*/g
 
-export const countWords = (text: string): number => text.split(/\s+/).filter(Boolean).length
-
-/** Waits `ms`, or rejects with the signal's reason as soon as it aborts. */
-export function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal.aborted) return reject(signal.reason)
-    const timer = setTimeout(() => {
-      signal.removeEventListener('abort', onAbort)
-      resolve()
-    }, ms)
-    const onAbort = () => {
-      clearTimeout(timer)
-      reject(signal.reason)
-    }
-    signal.addEventListener('abort', onAbort, { once: true })
-  })
-}
+const countWords = (text: string): number => text.split(/\s+/).filter(Boolean).length
 
 function positiveInt(value: unknown, name: string, max: number): number | null {
   if (value === undefined || value === null) return null

@@ -1,7 +1,7 @@
 import type { CapacityPools, Release } from '../capacity/capacity-pool.js'
 import type { Backend } from '../catalog/catalog.js'
 import { CredentialsError, GenerationError, PromptlineError } from '../errors.js'
-import { sleep } from '../providers/fake-client.js'
+import { sleep } from '../providers/sleep.js'
 import type { ModelClient } from '../providers/model-client.js'
 import { ProviderError, classifyVendorError } from '../providers/provider-error.js'
 import type { FailoverAttempt, Usage } from '../store/records.js'
