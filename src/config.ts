@@ -1,14 +1,12 @@
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { z } from 'zod'
-import { DEFAULT_QUEUE_LIMITS, type QueueLimits } from './queue/limits.js'
+import { DEFAULT_QUEUE_LIMITS, type QueueLimits } from './domain/limits.js'
 import { DEFAULT_COALESCER_OPTIONS, type CoalescerOptions } from './runner/token-coalescer.js'
+import { LOG_LEVELS, type LogLevel } from './domain/logger.js'
 
 /** The repository root (two folders above this file, in src/ and in dist/). */
 export const PROJECT_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
-
-const LOG_LEVELS = ['debug', 'info', 'warn', 'error', 'silent'] as const
-export type LogLevel = (typeof LOG_LEVELS)[number]
 
 const count = (fallback: number, min = 1) => z.coerce.number().int().min(min).default(fallback)
 

@@ -1,6 +1,6 @@
 import { ConfigError, loadConfig } from './config.js'
 import { CatalogFileError } from './catalog/files.js'
-import { createLogger } from './logger.js'
+import { createLogger } from './domain/logger.js'
 import { createApp } from './server/app.js'
 import { startHttpServer } from './server/http.js'
 

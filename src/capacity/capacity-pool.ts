@@ -1,4 +1,4 @@
-import { CapacityError } from '../errors.js'
+import { CapacityError } from '../domain/errors.js'
 
 export interface CapacityLimits {
   /** Runs holding a lease: from admission to their end. */

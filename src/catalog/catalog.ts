@@ -1,5 +1,5 @@
-import { ProfileLoadError, PromptLoadError } from '../errors.js'
-import { templateVariables } from '../runner/template.js'
+import { ProfileLoadError, PromptLoadError } from '../domain/errors.js'
+import { templateVariables } from '../domain/template.js'
 import type { Store } from '../store/store.js'
 import type { PromptRow } from '../store/prompt-store.js'
 import type { ProfileRow } from '../store/profile-store.js'
@@ -11,42 +11,10 @@ import {
   type BackendDefinition,
   type ProfileDefinition,
   type PromptDefinition,
-} from './definitions.js'
+} from '../domain/definitions.js'
 import type { CatalogFiles } from './files.js'
-import { hashValue } from './hash.js'
-
-/** The reserved tenant that owns file-defined prompts; no API key can map to it. */
-export const CATALOG_TENANT = '@catalog'
-
-/** Where a definition comes from: the catalog files, or a tenant through the API. */
-export type DefinitionSource = 'CATALOG' | 'API'
-
-export interface Prompt {
-  id: string
-  source: DefinitionSource
-  version: number
-  definitionHash: string
-  description: string | null
-  definition: PromptDefinition
-  variables: string[]
-  updatedAt: Date
-}
-
-export interface Profile extends ProfileDefinition {
-  source: DefinitionSource
-  updatedAt: Date | null
-}
-
-export type Backend = BackendDefinition
-
-/** The definitions a run resolves against; the runner needs only this. */
-export interface CatalogReader {
-  getPrompt(tenantId: string, id: string): Promise<Prompt | null>
-  getProfile(tenantId: string, id: string): Promise<Profile | null>
-  getBackend(id: string): Backend | null
-}
-
-export const promptDefinitionHash = (definition: PromptDefinition): string => hashValue(definition)
+import { hashValue } from '../domain/hash.js'
+import { type Backend, CATALOG_TENANT, type CatalogReader, type Profile, type Prompt, promptDefinitionHash } from '../domain/catalog.js'
 
 /**
  * Backends, profiles and prompts, layered: a tenant's own definition shadows the catalog

@@ -11,7 +11,7 @@ import {
   type BackendDefinition,
   type ProfileDefinition,
   type PromptDefinition,
-} from './definitions.js'
+} from '../domain/definitions.js'
 
 /** What the catalog folder defines, validated and cross-checked. */
 export interface CatalogFiles {

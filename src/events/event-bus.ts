@@ -1,8 +1,8 @@
 import { FixedBuffer, Repeater } from '@repeaterjs/repeater'
-import type { Logger } from '../logger.js'
+import type { Logger } from '../domain/logger.js'
 import type { EventStore } from '../store/event-store.js'
 import type { SessionStore } from '../store/session-store.js'
-import type { SessionEvent, SessionEventData } from './events.js'
+import type { SessionEvent, SessionEventData } from '../domain/events.js'
 
 type Listener = (event: SessionEvent) => void
 

@@ -1,8 +1,8 @@
 import Anthropic from '@anthropic-ai/sdk'
-import type { ChatMessage } from '../runner/prepare.js'
 import { ClientCache } from './client-cache.js'
 import type { GenerateEvent, GenerateRequest, ModelClient } from './model-client.js'
 import { classifyVendorError } from './provider-error.js'
+import type { ChatMessage } from '../domain/records.js'
 
 /** Anthropic takes system text apart from the turns, and turns that alternate user/assistant. */
 export function toAnthropicMessages(messages: ChatMessage[]): { system: string; turns: { role: 'user' | 'assistant'; content: string }[] } {

@@ -1,5 +1,5 @@
-import type { BackendKind } from '../catalog/definitions.js'
-import type { EffectiveSettings } from '../runner/settings.js'
+import type { BackendKind } from '../domain/definitions.js'
+import type { EffectiveSettings } from '../domain/settings.js'
 
 /**
  * A setting the backend's vendor does not take, as a sentence for an INVALID_REQUEST at

@@ -1,4 +1,4 @@
-import { GenerationError } from '../errors.js'
+import { GenerationError } from '../domain/errors.js'
 import { sleep } from './sleep.js'
 import type { GenerateEvent, GenerateRequest, ModelClient } from './model-client.js'
 

@@ -1,7 +1,7 @@
-import type { EffectiveSettings } from '../runner/settings.js'
-import type { Credential } from '../runner/credentials.js'
-import type { ChatMessage } from '../runner/prepare.js'
-import type { Usage } from '../store/records.js'
+import type { EffectiveSettings } from '../domain/settings.js'
+import type { Credential } from '../domain/credentials.js'
+import type { Usage } from '../domain/records.js'
+import type { ChatMessage } from '../domain/records.js'
 
 export interface GenerateRequest {
   model: string

@@ -1,24 +1,17 @@
 import { randomUUID } from 'node:crypto'
-import { InternalError, NotFoundError, QueueFullError, SessionBusyError, SteerRejectedError } from '../errors.js'
+import { InternalError, NotFoundError, QueueFullError, SessionBusyError, SteerRejectedError } from '../domain/errors.js'
 import type { SessionEventBus } from '../events/event-bus.js'
-import type { QueueEntryEventKind } from '../events/events.js'
-import type { Logger } from '../logger.js'
+import type { QueueEntryEventKind } from '../domain/events.js'
+import type { Logger } from '../domain/logger.js'
 import { RunStop, type RunExecutor, type RunResult } from '../runner/run-executor.js'
 import { SteerInbox } from '../runner/steer-inbox.js'
 import type { QueueStore } from '../store/queue-store.js'
-import type { QueueEntryRecord, RunRecord, RunRequest } from '../store/records.js'
+import type { QueueEntryRecord, RunRecord, RunRequest } from '../domain/records.js'
 import type { RunStore } from '../store/run-store.js'
 import type { SaveQueue } from '../store/save-queue.js'
 import type { SessionMemory } from '../store/session-memory.js'
-import type { QueueLimits } from './limits.js'
-
-/** What to do with a prompt that arrives while its session is busy. */
-export type WhenBusy = 'ENQUEUE' | 'REJECT' | 'INTERRUPT' | 'ROLLBACK'
-
-export type SessionStatus = 'IDLE' | 'RUNNING' | 'SCHEDULED'
-
-/** An entry with its place in line: 0 = running, 1 = next, …; null when scheduled or finished. */
-export type QueueEntryView = QueueEntryRecord & { position: number | null }
+import type { QueueLimits } from '../domain/limits.js'
+import type { QueueEntryView, SessionStatus, WhenBusy } from '../domain/records.js'
 
 interface ActiveRun {
   entry: QueueEntryRecord

@@ -1,9 +1,9 @@
-import type { OutputContract } from '../catalog/definitions.js'
+import type { OutputContract } from '../domain/definitions.js'
 import type { ModelCaller } from './model-caller.js'
-import { repairInstruction, validateOutput, type ValidationResult } from './output-validation.js'
-import type { ChatMessage } from './prepare.js'
+import { repairInstruction, validateOutput, type ValidationResult } from '../domain/output-validation.js'
 import type { SteerInbox } from './steer-inbox.js'
 import type { TokenCoalescer } from './token-coalescer.js'
+import type { ChatMessage } from '../domain/records.js'
 
 /** Where an answer is as it is produced, so a stopped run still has its partial text. */
 export interface AnswerProgress {

@@ -1,11 +1,12 @@
 import type { CapacityPools, Release } from '../capacity/capacity-pool.js'
-import type { Backend } from '../catalog/catalog.js'
-import { CredentialsError, GenerationError, PromptlineError } from '../errors.js'
+import { CredentialsError, GenerationError, PromptlineError } from '../domain/errors.js'
 import { sleep } from '../providers/sleep.js'
 import type { ModelClient } from '../providers/model-client.js'
 import { ProviderError, classifyVendorError } from '../providers/provider-error.js'
-import type { FailoverAttempt, Usage } from '../store/records.js'
-import type { Candidate, ChatMessage } from './prepare.js'
+import type { FailoverAttempt, Usage } from '../domain/records.js'
+import type { Candidate } from './prepare.js'
+import type { Backend } from '../domain/catalog.js'
+import type { ChatMessage } from '../domain/records.js'
 
 export const DEFAULT_RETRY = { maxAttempts: 3, baseDelayMs: 250, maxDelayMs: 10_000 }
 

@@ -1,6 +1,5 @@
-import type { Backend, CatalogReader, Profile, Prompt } from '../catalog/catalog.js'
-import { envNameSchema, idSchema, parseInput, settingsLayerSchema, type OutputContract, type Role, type SettingsLayer } from '../catalog/definitions.js'
-import { hashValue } from '../catalog/hash.js'
+import { envNameSchema, idSchema, parseInput, settingsLayerSchema, type OutputContract, type Role, type SettingsLayer } from '../domain/definitions.js'
+import { hashValue } from '../domain/hash.js'
 import {
   CredentialsError,
   InvalidRequestError,
@@ -8,12 +7,14 @@ import {
   ProfileLoadError,
   ProfileRequiredError,
   PromptLoadError,
-} from '../errors.js'
-import { resolveCredential, type Credential, type SecretLookup } from './credentials.js'
+} from '../domain/errors.js'
+import { resolveCredential, type Credential, type SecretLookup } from '../domain/credentials.js'
 import { unsupportedSetting } from '../providers/capabilities.js'
-import { compileOutputSchema } from './output-schema.js'
-import { mergeSettings, type EffectiveSettings } from './settings.js'
-import { renderTemplates } from './template.js'
+import { compileOutputSchema } from '../domain/output-schema.js'
+import { mergeSettings, type EffectiveSettings } from '../domain/settings.js'
+import { renderTemplates } from '../domain/template.js'
+import type { Backend, CatalogReader, Profile, Prompt } from '../domain/catalog.js'
+import type { ChatMessage } from '../domain/records.js'
 
 /** What a caller asks to run (or to prepare, for a dry run). Unvalidated: `resolve` checks it. */
 export interface PrepareRequest {
@@ -27,11 +28,6 @@ export interface PrepareRequest {
   overrides?: unknown
   credentialEnv?: string | null
   sessionId?: string | null
-}
-
-export interface ChatMessage {
-  role: Role
-  content: string
 }
 
 /** The session history a prompt renders after its system messages. */

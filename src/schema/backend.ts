@@ -1,8 +1,8 @@
 import type { CapacitySnapshot } from '../capacity/capacity-pool.js'
-import type { Backend } from '../catalog/catalog.js'
-import { BACKEND_KINDS } from '../catalog/definitions.js'
+import { BACKEND_KINDS } from '../domain/definitions.js'
 import { builder } from './builder.js'
 import { settingsJson } from './settings.js'
+import type { Backend } from '../domain/catalog.js'
 
 export const BackendKindEnum = builder.enumType('BackendKind', { values: BACKEND_KINDS })
 

@@ -2,7 +2,7 @@ import SchemaBuilder from '@pothos/core'
 import ErrorsPlugin from '@pothos/plugin-errors'
 import RelayPlugin from '@pothos/plugin-relay'
 import { DateTimeResolver, JSONResolver } from 'graphql-scalars'
-import { InvalidRequestError } from '../errors.js'
+import { InvalidRequestError } from '../domain/errors.js'
 import type { Context } from './context.js'
 
 /** The one Pothos builder: plugins, scalars and the context type; no object types here. */

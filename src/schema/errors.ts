@@ -14,7 +14,7 @@ import {
   SessionBusyError,
   SteerRejectedError,
   type ErrorCode,
-} from '../errors.js'
+} from '../domain/errors.js'
 import { builder } from './builder.js'
 
 export const ErrorCodeEnum = builder.enumType('ErrorCode', {

@@ -1,4 +1,4 @@
-import { QUEUE_ENTRY_EVENT_KINDS, type SessionEvent, type SessionEventType } from '../events/events.js'
+import { QUEUE_ENTRY_EVENT_KINDS, type SessionEvent, type SessionEventType } from '../domain/events.js'
 import { builder } from './builder.js'
 import { QueueEntryRef } from './queue-entry.js'
 import { RunRef } from './run.js'

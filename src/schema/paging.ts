@@ -1,4 +1,4 @@
-import { InvalidRequestError } from '../errors.js'
+import { InvalidRequestError } from '../domain/errors.js'
 
 export const PAGE_DEFAULT = 50
 export const PAGE_MAX = 200

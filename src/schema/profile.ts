@@ -1,11 +1,11 @@
-import type { Profile } from '../catalog/catalog.js'
-import { NotFoundError } from '../errors.js'
-import type { Credential } from '../runner/credentials.js'
+import { NotFoundError } from '../domain/errors.js'
+import type { Credential } from '../domain/credentials.js'
 import type { ProfileInspection } from '../services/catalog-service.js'
 import { BackendRef } from './backend.js'
 import { builder } from './builder.js'
 import { DefinitionSourceEnum } from './prompt.js'
 import { SettingsOverrideInput, settingsJson } from './settings.js'
+import type { Profile } from '../domain/catalog.js'
 
 const CredentialSourceKindEnum = builder.enumType('CredentialSourceKind', {
   description: 'Where a credential comes from, highest priority first.',

@@ -1,8 +1,8 @@
-import type { Prompt } from '../catalog/catalog.js'
-import { OUTPUT_KINDS, type OutputContract, type ParallelSpec, type Role } from '../catalog/definitions.js'
-import { NotFoundError } from '../errors.js'
+import { OUTPUT_KINDS, type OutputContract, type ParallelSpec, type Role } from '../domain/definitions.js'
+import { NotFoundError } from '../domain/errors.js'
 import { builder } from './builder.js'
 import { encodeCursor, forwardPage, PAGE_DEFAULT, PAGE_MAX, toConnection } from './paging.js'
+import type { Prompt } from '../domain/catalog.js'
 
 export const DefinitionSourceEnum = builder.enumType('DefinitionSource', {
   description: 'Where a definition comes from.',

@@ -1,10 +1,10 @@
-import { NotFoundError, QueueFullError, SessionBusyError, SteerRejectedError } from '../errors.js'
-import type { WhenBusy } from '../queue/prompt-queue.js'
-import { ENTRY_STATUSES, type QueueEntryRecord, type RunRecord } from '../store/records.js'
+import { NotFoundError, QueueFullError, SessionBusyError, SteerRejectedError } from '../domain/errors.js'
+import { ENTRY_STATUSES, type QueueEntryRecord, type RunRecord } from '../domain/records.js'
 import { builder } from './builder.js'
 import { ErrorCodeEnum, PREPARATION_ERRORS } from './errors.js'
 import { RunRef } from './run.js'
 import { SettingsOverrideInput } from './settings.js'
+import type { WhenBusy } from '../domain/records.js'
 
 export const EntryStatusEnum = builder.enumType('QueueEntryStatus', { values: ENTRY_STATUSES })
 

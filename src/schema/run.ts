@@ -1,10 +1,10 @@
-import { NotFoundError } from '../errors.js'
-import { RUN_STATUSES, TERMINAL_REASONS, type Alternative, type FailoverAttempt, type OutputValidation, type RunRecord, type Usage } from '../store/records.js'
-import type { RunFilter } from '../store/run-store.js'
+import { NotFoundError } from '../domain/errors.js'
+import { RUN_STATUSES, TERMINAL_REASONS, type Alternative, type FailoverAttempt, type OutputValidation, type RunRecord, type Usage } from '../domain/records.js'
 import { builder } from './builder.js'
 import type { Context } from './context.js'
 import { ErrorCodeEnum } from './errors.js'
 import { encodeCursor, forwardPage, toConnection } from './paging.js'
+import type { RunFilter } from '../domain/records.js'
 
 export const RunStatusEnum = builder.enumType('RunStatus', { values: RUN_STATUSES })
 const TerminalReasonEnum = builder.enumType('TerminalReason', {

@@ -1,5 +1,5 @@
-import { NotFoundError } from '../errors.js'
-import type { MessageRecord, SessionRecord } from '../store/records.js'
+import { NotFoundError } from '../domain/errors.js'
+import type { MessageRecord, SessionRecord } from '../domain/records.js'
 import { builder } from './builder.js'
 import { encodeCursor, forwardPage, toConnection } from './paging.js'
 import { RoleEnum } from './prompt.js'

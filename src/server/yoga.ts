@@ -1,7 +1,7 @@
 import type { GraphQLSchema } from 'graphql'
 import { createYoga, type Plugin, type YogaServerInstance } from 'graphql-yoga'
-import type { ErrorCode } from '../errors.js'
-import type { Logger } from '../logger.js'
+import type { ErrorCode } from '../domain/errors.js'
+import type { Logger } from '../domain/logger.js'
 import type { Context, Services } from '../schema/context.js'
 import { maskError } from '../schema/errors.js'
 

@@ -1,14 +1,14 @@
 import { z } from 'zod'
-import { envNameSchema, idSchema, parseInput, settingsLayerSchema } from '../catalog/definitions.js'
-import { NotFoundError } from '../errors.js'
+import { envNameSchema, idSchema, parseInput, settingsLayerSchema } from '../domain/definitions.js'
+import { NotFoundError } from '../domain/errors.js'
 import type { SessionEventBus } from '../events/event-bus.js'
-import type { SessionEvent } from '../events/events.js'
-import type { PromptQueue, QueueEntryView, WhenBusy } from '../queue/prompt-queue.js'
+import type { SessionEvent } from '../domain/events.js'
+import type { PromptQueue } from '../queue/prompt-queue.js'
 import type { PreparedPrompt, PrepareRequest, PromptPreparer } from '../runner/prepare.js'
-import type { QueueEntryRecord, RunRecord, RunRequest } from '../store/records.js'
-import type { RunCursor, RunFilter } from '../store/run-store.js'
+import type { QueueEntryRecord, RunRecord, RunRequest } from '../domain/records.js'
 import type { Store } from '../store/store.js'
 import type { SessionService } from './session-service.js'
+import type { QueueEntryView, RunCursor, RunFilter, WhenBusy } from '../domain/records.js'
 
 const MAX_TEXT = 1024 * 1024
 

@@ -1,5 +1,5 @@
 import type { Prisma } from '@db/client'
-import type { SessionEvent } from '../events/events.js'
+import type { SessionEvent } from '../domain/events.js'
 import type { Db } from './database.js'
 import type { RawWriter } from './raw-writer.js'
 

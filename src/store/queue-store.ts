@@ -1,7 +1,7 @@
 import type { Prisma } from '@db/client'
 import type { Db } from './database.js'
 import type { RawWriter } from './raw-writer.js'
-import { TERMINAL_ENTRY_STATUSES, type EntryStatus, type QueueEntryRecord, type RunRequest } from './records.js'
+import { TERMINAL_ENTRY_STATUSES, type EntryStatus, type QueueEntryRecord, type RunRequest } from '../domain/records.js'
 
 const select = {
   id: true,

@@ -1,7 +1,8 @@
 import type { Prisma } from '@db/client'
 import type { Db } from './database.js'
 import type { RawWriter } from './raw-writer.js'
-import type { Alternative, FailoverAttempt, OutputValidation, RunRecord, RunStatus, TerminalReason } from './records.js'
+import type { Alternative, FailoverAttempt, OutputValidation, RunRecord, RunStatus, TerminalReason } from '../domain/records.js'
+import type { RunCursor, RunFilter } from '../domain/records.js'
 
 const select = {
   id: true,
@@ -83,17 +84,6 @@ function toData(run: RunRecord) {
     errorMessage: run.errorMessage,
     terminalReason: run.terminalReason,
   }
-}
-
-export interface RunFilter {
-  sessionId?: string | null
-  status?: RunStatus | null
-}
-
-/** Where a page of runs starts: after this (startedAt, id), newest first. */
-export interface RunCursor {
-  startedAt: string
-  id: string
 }
 
 /** Durable run records; written through the raw writer (they are written on every run). */

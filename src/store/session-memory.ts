@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto'
-import type { MessageRecord, SessionRecord } from './records.js'
+import type { MessageRecord, SessionRecord } from '../domain/records.js'
 import type { SessionStore } from './session-store.js'
 
 interface Entry {

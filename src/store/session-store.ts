@@ -1,6 +1,6 @@
 import type { Prisma } from '@db/client'
 import type { Db } from './database.js'
-import type { MessageRecord, SessionRecord } from './records.js'
+import type { MessageRecord, SessionRecord } from '../domain/records.js'
 
 const sessionSelect = {
   tenantId: true,

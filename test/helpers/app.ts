@@ -1,7 +1,7 @@
 import path from 'node:path'
 import { print } from 'graphql'
 import type { TypedDocumentNode } from '@graphql-typed-document-node/core'
-import { createLogger } from '../../src/logger.js'
+import { createLogger } from '../../src/domain/logger.js'
 import { createApp, type App } from '../../src/server/app.js'
 import { PROJECT_ROOT } from '../../src/config.js'
 import { createTestDatabase, type TestDatabase } from './databases.js'

@@ -1,7 +1,7 @@
 import { print } from 'graphql'
 import type { TypedDocumentNode } from '@graphql-typed-document-node/core'
 import type { Client } from 'graphql-ws'
-import { createLogger } from '../../src/logger.js'
+import { createLogger } from '../../src/domain/logger.js'
 import { FakeModelClient } from '../../src/providers/fake-client.js'
 import type { GenerateRequest, ModelClient } from '../../src/providers/model-client.js'
 import { createApp, type App, type AppOptions } from '../../src/server/app.js'

@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, it } from 'vitest'
 import { print } from 'graphql'
-import { createLogger } from '../../src/logger.js'
+import { createLogger } from '../../src/domain/logger.js'
 import { createApp } from '../../src/server/app.js'
 import { PromptDocument, PromptsDocument } from '../generated/graphql.js'
 import { BACKENDS_YAML, catalogDir } from '../helpers/catalog-dir.js'

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createLogger } from '../../src/logger.js'
+import { createLogger } from '../../src/domain/logger.js'
 import { createApp, type App } from '../../src/server/app.js'
 import { startHttpServer, type HttpServer } from '../../src/server/http.js'
 import { InspectProfileDocument, PreparePromptDocument, ProfilesDocument } from '../generated/graphql.js'

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import type { SessionEvent } from '../../src/events/events.js'
-import type { QueueEntryRecord, RunRecord } from '../../src/store/records.js'
+import type { SessionEvent } from '../../src/domain/events.js'
+import type { QueueEntryRecord, RunRecord } from '../../src/domain/records.js'
 import { openStore, type Store } from '../../src/store/store.js'
 import { createTestDatabase, providers, type TestDatabase } from '../helpers/databases.js'
 

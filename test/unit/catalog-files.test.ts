@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest'
-import { promptDefinitionHash } from '../../src/catalog/catalog.js'
 import { CatalogFileError, loadCatalogFiles } from '../../src/catalog/files.js'
 import { DEFAULT_CATALOG } from '../helpers/app.js'
 import { BACKENDS_YAML, catalogDir } from '../helpers/catalog-dir.js'
+import { promptDefinitionHash } from '../../src/domain/catalog.js'
 
 function loadError(files: Record<string, string>): string {
   try {

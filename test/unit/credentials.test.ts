@@ -1,6 +1,6 @@
 import { inspect } from 'node:util'
 import { describe, expect, it } from 'vitest'
-import { Secret, resolveCredential } from '../../src/runner/credentials.js'
+import { Secret, resolveCredential } from '../../src/domain/credentials.js'
 
 const env: Record<string, string> = { REQ_KEY: 'sk-request', PROFILE_KEY: 'sk-profile', BACKEND_KEY: 'sk-backend' }
 const secrets = (name: string) => env[name]

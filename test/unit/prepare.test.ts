@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest'
-import type { Backend, CatalogReader, Profile, Prompt } from '../../src/catalog/catalog.js'
-import type { PromptDefinition } from '../../src/catalog/definitions.js'
+import type { PromptDefinition } from '../../src/domain/definitions.js'
 import { PromptPreparer, type PrepareRequest } from '../../src/runner/prepare.js'
-import { templateVariables } from '../../src/runner/template.js'
-import { Secret } from '../../src/runner/credentials.js'
+import { templateVariables } from '../../src/domain/template.js'
+import { Secret } from '../../src/domain/credentials.js'
+import type { Backend, CatalogReader, Profile, Prompt } from '../../src/domain/catalog.js'
 
 function prompt(id: string, definition: Partial<PromptDefinition> = {}): Prompt {
   const full: PromptDefinition = {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { DEFAULT_SETTINGS, mergeSettings, redactSettings } from '../../src/runner/settings.js'
+import { DEFAULT_SETTINGS, mergeSettings, redactSettings } from '../../src/domain/settings.js'
 
 describe('settings precedence: defaults < backend < profile < request', () => {
   it('starts from the built-in defaults', () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { RenderError } from '../../src/errors.js'
-import { compileTemplate, renderTemplates, templateVariables } from '../../src/runner/template.js'
+import { RenderError } from '../../src/domain/errors.js'
+import { compileTemplate, renderTemplates, templateVariables } from '../../src/domain/template.js'
 
 describe('templates', () => {
   it('inserts plain and dotted variables, keeping the text around them', () => {

@@ -1,4 +1,4 @@
-import { RenderError } from '../errors.js'
+import { RenderError } from './errors.js'
 
 /**
  * Message templates: literal text with `{{ name }}` or `{{ dotted.path }}` references. There is

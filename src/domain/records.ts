@@ -1,4 +1,4 @@
-import type { SettingsLayer } from '../catalog/definitions.js'
+import type { Role, SettingsLayer } from './definitions.js'
 
 /** Plain, JSON-safe records of what the store keeps; timestamps are ISO strings. */
 
@@ -134,3 +134,28 @@ export interface RunRecord {
   errorMessage: string | null
   terminalReason: TerminalReason | null
 }
+
+/** One message of a conversation as a model receives it. */
+export interface ChatMessage {
+  role: Role
+  content: string
+}
+
+export interface RunFilter {
+  sessionId?: string | null
+  status?: RunStatus | null
+}
+
+/** Where a page of runs starts: after this (startedAt, id), newest first. */
+export interface RunCursor {
+  startedAt: string
+  id: string
+}
+
+/** What to do with a prompt that arrives while its session is busy. */
+export type WhenBusy = 'ENQUEUE' | 'REJECT' | 'INTERRUPT' | 'ROLLBACK'
+
+export type SessionStatus = 'IDLE' | 'RUNNING' | 'SCHEDULED'
+
+/** An entry with its place in line: 0 = running, 1 = next, …; null when scheduled or finished. */
+export type QueueEntryView = QueueEntryRecord & { position: number | null }

@@ -1,4 +1,5 @@
-import type { LogLevel } from './config.js'
+export const LOG_LEVELS = ['debug', 'info', 'warn', 'error', 'silent'] as const
+export type LogLevel = (typeof LOG_LEVELS)[number]
 
 /** Also yoga's logger: yoga passes errors and other values as the message. */
 export interface Logger {

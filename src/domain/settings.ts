@@ -1,4 +1,4 @@
-import type { SettingsLayer } from '../catalog/definitions.js'
+import type { SettingsLayer } from './definitions.js'
 
 /** The settings a run really uses, after every layer was merged. `null` = the vendor's default. */
 export interface EffectiveSettings {

@@ -1,5 +1,5 @@
-import type { OutputContract } from '../catalog/definitions.js'
-import { OutputValidationError } from '../errors.js'
+import type { OutputContract } from './definitions.js'
+import { OutputValidationError } from './errors.js'
 import { compileOutputSchema } from './output-schema.js'
 
 export interface ValidationResult {

@@ -1,8 +1,8 @@
 import { z } from 'zod'
-import { InvalidRequestError } from '../errors.js'
-import { Secret } from '../runner/credentials.js'
-import { compileTemplate } from '../runner/template.js'
-import { compileOutputSchema } from '../runner/output-schema.js'
+import { InvalidRequestError } from './errors.js'
+import { Secret } from './credentials.js'
+import { compileTemplate } from './template.js'
+import { compileOutputSchema } from './output-schema.js'
 
 /** Prompt, profile and backend ids are the user's own strings. */
 export const ID_PATTERN = /^[A-Za-z0-9_.-]{1,128}$/

@@ -1,4 +1,4 @@
-import type { MessageRecord, QueueEntryRecord, RunRecord } from '../store/records.js'
+import type { MessageRecord, QueueEntryRecord, RunRecord } from './records.js'
 
 export const QUEUE_ENTRY_EVENT_KINDS = ['QUEUED', 'STARTED', 'RUNNING', 'FINISHED'] as const
 export type QueueEntryEventKind = (typeof QUEUE_ENTRY_EVENT_KINDS)[number]
