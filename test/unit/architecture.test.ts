@@ -1,0 +1,94 @@
+import { readdirSync, readFileSync } from 'node:fs'
+import path from 'node:path'
+import { describe, expect, it } from 'vitest'
+import { PROJECT_ROOT } from '../../src/config.js'
+
+// The layer rules of docs/architecture.md, checked over the real import graph of src/.
+const SRC = path.join(PROJECT_ROOT, 'src')
+const GRAPHQL_PACKAGES = /^(graphql|graphql-yoga|graphql-ws|graphql-scalars|@graphql-yoga\/.*|@pothos\/.*|@envelop\/.*)$/
+const PRISMA_PACKAGES = /^(@prisma\/.*|@db\/client|prisma)$/
+
+interface Import {
+  from: string
+  /** A folder of src/ ('.' for src/ itself), or null for a package. */
+  toFolder: string | null
+  specifier: string
+}
+
+function sourceFiles(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
+    const full = path.join(dir, e.name)
+    if (e.isDirectory()) return e.name === 'generated' ? [] : sourceFiles(full)
+    return e.name.endsWith('.ts') ? [full] : []
+  })
+}
+
+const folderOf = (file: string) => path.relative(SRC, file).split(path.sep).slice(0, -1)[0] ?? '.'
+
+function importsOf(file: string): Import[] {
+  const text = readFileSync(file, 'utf8')
+  const specifiers = [...text.matchAll(/^\s*(?:import|export)\s[^'"]*?from\s+['"]([^'"]+)['"]/gm), ...text.matchAll(/import\(\s*['"]([^'"]+)['"]\s*\)/g)].map((m) => m[1]!)
+  return specifiers.map((specifier) => {
+    const relative = specifier.startsWith('.')
+    const target = relative ? path.resolve(path.dirname(file), specifier) : null
+    const inGenerated = target !== null && path.relative(SRC, target).startsWith('generated')
+    return { from: file, specifier, toFolder: target && !inGenerated ? folderOf(target) : null }
+  })
+}
+
+const files = sourceFiles(SRC)
+const imports = files.flatMap(importsOf)
+const describeImport = (i: Import) => `${path.relative(SRC, i.from)} imports ${i.specifier}`
+
+function folderCycles(): string[][] {
+  const edges = new Map<string, Set<string>>()
+  for (const i of imports) {
+    const from = folderOf(i.from)
+    if (i.toFolder && i.toFolder !== from) edges.set(from, (edges.get(from) ?? new Set()).add(i.toFolder))
+  }
+  const cycles: string[][] = []
+  const visit = (node: string, trail: string[]) => {
+    for (const next of edges.get(node) ?? []) {
+      if (next === trail[0]) cycles.push([...trail, next])
+      else if (!trail.includes(next) && next > trail[0]!) visit(next, [...trail, next])
+    }
+  }
+  for (const start of edges.keys()) visit(start, [start])
+  return cycles
+}
+
+describe('the import graph of src/', () => {
+  it('reads the real tree', () => {
+    expect(files.length).toBeGreaterThan(50)
+    expect(imports.some((i) => i.toFolder === 'domain')).toBe(true)
+  })
+
+  it('has no cycle between folders', () => {
+    expect(folderCycles().map((c) => c.join(' → '))).toEqual([])
+  })
+
+  it('keeps domain/ free of every other folder of src/', () => {
+    const bad = imports.filter((i) => folderOf(i.from) === 'domain' && i.toFolder !== null && i.toFolder !== 'domain')
+    expect(bad.map(describeImport)).toEqual([])
+  })
+
+  it('keeps store/ below every use case: it imports only domain/', () => {
+    const bad = imports.filter((i) => folderOf(i.from) === 'store' && i.toFolder !== null && !['store', 'domain'].includes(i.toFolder))
+    expect(bad.map(describeImport)).toEqual([])
+  })
+
+  it('keeps schema/ and providers/ away from store/', () => {
+    const bad = imports.filter((i) => ['schema', 'providers'].includes(folderOf(i.from)) && i.toFolder === 'store')
+    expect(bad.map(describeImport)).toEqual([])
+  })
+
+  it('lets only store/ import Prisma', () => {
+    const bad = imports.filter((i) => folderOf(i.from) !== 'store' && (PRISMA_PACKAGES.test(i.specifier) || (i.toFolder === null && i.specifier.includes('generated'))))
+    expect(bad.map(describeImport)).toEqual([])
+  })
+
+  it('lets only schema/ and server/ import GraphQL packages', () => {
+    const bad = imports.filter((i) => !['schema', 'server'].includes(folderOf(i.from)) && GRAPHQL_PACKAGES.test(i.specifier))
+    expect(bad.map(describeImport)).toEqual([])
+  })
+})
