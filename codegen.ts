@@ -9,7 +9,12 @@ const config: CodegenConfig = {
     'test/generated/': {
       preset: 'client',
       presetConfig: { fragmentMasking: false },
-      config: { useTypeImports: true, enumsAsTypes: true, emitLegacyCommonJSImports: false, scalars: { JSON: 'unknown', DateTime: 'string' } },
+      config: {
+        useTypeImports: true,
+        enumsAsTypes: true,
+        emitLegacyCommonJSImports: false,
+        scalars: { JSON: 'unknown', DateTime: 'string' },
+      },
     },
   },
   silent: true,

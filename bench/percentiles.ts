@@ -1,7 +1,8 @@
 export const round = (n: number) => Math.round(n * 10) / 10
 
 /** The p-th percentile of already sorted numbers. */
-export const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN
+export const percentile = (sorted: number[], p: number) =>
+  sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN
 
 export interface LevelResult {
   sessions: number
@@ -14,7 +15,11 @@ export interface LevelResult {
 }
 
 /** Runs `sessions` loops of `runsPerSession` runs each; `once` returns first-token latency and tokens. */
-export async function drive(sessions: number, runsPerSession: number, once: (session: number) => Promise<{ firstTokenMs: number; tokens: number }>): Promise<LevelResult> {
+export async function drive(
+  sessions: number,
+  runsPerSession: number,
+  once: (session: number) => Promise<{ firstTokenMs: number; tokens: number }>,
+): Promise<LevelResult> {
   const latencies: number[] = []
   let tokens = 0
   const started = performance.now()

@@ -4,15 +4,15 @@
 // the openai backend through the real SDK against a local fake OpenAI server, 0 and 5 ms per
 // token, 1, 10 and 50 sessions, beside the floor (the same SDK calls straight to the fake
 // server). Prints tables and writes bench/results.json. No test asserts on these figures.
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process'
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
-import { createClient, type Client } from 'graphql-ws'
+import { type Client, createClient } from 'graphql-ws'
 import OpenAI from 'openai'
 import WebSocket from 'ws'
-import { drive, round, type LevelResult } from './percentiles.js'
+import { drive, type LevelResult, round } from './percentiles.js'
 
 const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
 const TOKENS_PER_RUN = 200
@@ -26,7 +26,12 @@ function rssMiB(pid: number): number {
 }
 
 /** Starts a child and resolves with the first line matching `pattern`. */
-function startChild(command: string, args: string[], env: NodeJS.ProcessEnv, pattern: RegExp): Promise<{ child: ChildProcess; match: RegExpExecArray }> {
+function startChild(
+  command: string,
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  pattern: RegExp,
+): Promise<{ child: ChildProcess; match: RegExpExecArray }> {
   const child = spawn(command, args, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] })
   return new Promise((resolve, reject) => {
     let out = ''
@@ -75,14 +80,27 @@ function request<T>(client: Client, query: string, variables: Record<string, unk
 // sessions keep no history, so every run sends what the floor sends: one user message
 const CREATE = 'mutation($id: ID!, $p: ID!) { createSession(input: { id: $id, defaultProfileId: $p, keepHistory: false }) { __typename } }'
 const ENQUEUE = 'mutation($s: ID!, $input: String!) { enqueuePrompt(input: { sessionId: $s, input: $input }) { __typename } }'
-const EVENTS = 'subscription($s: ID!) { sessionEvents(sessionId: $s) { __typename ... on TokenDeltaEvent { text } ... on RunFinishedEvent { run { status errorMessage } } } }'
+const EVENTS =
+  'subscription($s: ID!) { sessionEvents(sessionId: $s) { __typename ... on TokenDeltaEvent { text } ... on RunFinishedEvent { run { status errorMessage } } } }'
 
 /** One level through promptline: a session and a socket per concurrent client. */
 async function promptlineLevel(url: string, pid: number, profileId: string, sessions: number, runsPerSession: number, tag: string) {
-  const clients: { client: Client; sessionId: string; onToken: (() => void) | null; onFinished: ((status: string) => void) | null; tokens: number }[] = []
+  const clients: {
+    client: Client
+    sessionId: string
+    onToken: (() => void) | null
+    onFinished: ((status: string) => void) | null
+    tokens: number
+  }[] = []
   for (let i = 0; i < sessions; i++) {
     const client = createClient({ url: `${url.replace('http', 'ws')}/graphql`, webSocketImpl: WebSocket, retryAttempts: 0 })
-    const state = { client, sessionId: `${tag}-${i}`, onToken: null as (() => void) | null, onFinished: null as ((status: string) => void) | null, tokens: 0 }
+    const state = {
+      client,
+      sessionId: `${tag}-${i}`,
+      onToken: null as (() => void) | null,
+      onFinished: null as ((status: string) => void) | null,
+      tokens: 0,
+    }
     await request(client, CREATE, { id: state.sessionId, p: profileId })
     client.subscribe<{ sessionEvents: { __typename: string; text?: string; run?: { status: string; errorMessage: string | null } } }>(
       { query: EVENTS, variables: { s: state.sessionId } },
@@ -130,7 +148,12 @@ async function floorLevel(baseURL: string, sessions: number, runsPerSession: num
     const sent = performance.now()
     let firstTokenMs = Number.NaN
     let tokens = 0
-    const stream = await clients[i]!.chat.completions.create({ model: 'gpt-bench', messages: [{ role: 'user', content: PROMPT }], stream: true, stream_options: { include_usage: true } })
+    const stream = await clients[i]!.chat.completions.create({
+      model: 'gpt-bench',
+      messages: [{ role: 'user', content: PROMPT }],
+      stream: true,
+      stream_options: { include_usage: true },
+    })
     for await (const chunk of stream) {
       const text = chunk.choices[0]?.delta?.content
       if (!text) continue
@@ -146,7 +169,16 @@ async function fakeMode() {
   const results = []
   try {
     for (const sessions of [1, 10, 100]) {
-      results.push(await promptlineLevel(server.url, server.child.pid!, 'fake-echo', sessions, Math.max(1, Math.round(400 / sessions)), `fake-${sessions}`))
+      results.push(
+        await promptlineLevel(
+          server.url,
+          server.child.pid!,
+          'fake-echo',
+          sessions,
+          Math.max(1, Math.round(400 / sessions)),
+          `fake-${sessions}`,
+        ),
+      )
     }
   } finally {
     await server.close()
@@ -159,7 +191,12 @@ async function fakeMode() {
 async function providerMode() {
   const rows = []
   for (const delayMs of (process.env.BENCH_DELAYS ?? '0,5').split(',').map(Number)) {
-    const vendor = await startChild(path.join(ROOT, 'node_modules/.bin/tsx'), ['bench/fake-openai.ts', String(delayMs)], {}, /(http:\/\/\S+)\n/)
+    const vendor = await startChild(
+      path.join(ROOT, 'node_modules/.bin/tsx'),
+      ['bench/fake-openai.ts', String(delayMs)],
+      {},
+      /(http:\/\/\S+)\n/,
+    )
     const baseUrl = vendor.match[1]!
     const catalog = mkdtempSync(path.join(tmpdir(), 'promptline-bench-catalog-'))
     writeFileSync(

@@ -1,6 +1,6 @@
 // Derives prisma/sqlite/schema.prisma from prisma/schema.prisma: only the datasource provider
 // and the generator output change. `--check` fails when the committed copy is stale.
-import { readFileSync, writeFileSync, mkdirSync } from 'node:fs'
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 
 const source = readFileSync('prisma/schema.prisma', 'utf8')
 for (const banned of [/@db\./, /extensions\s*=/, /schemas\s*=/]) {
@@ -14,7 +14,9 @@ const derived =
 const target = 'prisma/sqlite/schema.prisma'
 if (process.argv.includes('--check')) {
   let current = ''
-  try { current = readFileSync(target, 'utf8') } catch {}
+  try {
+    current = readFileSync(target, 'utf8')
+  } catch {}
   if (current !== derived) {
     console.error(`${target} is stale: run node scripts/derive-sqlite-schema.mjs`)
     process.exit(1)

@@ -2,8 +2,8 @@ import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { z } from 'zod'
 import { DEFAULT_QUEUE_LIMITS, type QueueLimits } from './domain/limits.js'
-import { DEFAULT_COALESCER_OPTIONS, type CoalescerOptions } from './runner/token-coalescer.js'
 import { LOG_LEVELS, type LogLevel } from './domain/logger.js'
+import { type CoalescerOptions, DEFAULT_COALESCER_OPTIONS } from './runner/token-coalescer.js'
 
 /** The repository root (two folders above this file, in src/ and in dist/). */
 export const PROJECT_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')

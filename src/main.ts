@@ -1,5 +1,5 @@
-import { ConfigError, loadConfig } from './config.js'
 import { CatalogFileError } from './catalog/files.js'
+import { ConfigError, loadConfig } from './config.js'
 import { createLogger } from './domain/logger.js'
 import { createApp } from './server/app.js'
 import { startHttpServer } from './server/http.js'
@@ -18,7 +18,13 @@ async function main(): Promise<void> {
   }
   const logger = createLogger(config.logLevel)
   const app = await createApp(
-    { databaseUrl: config.databaseUrl, catalogDir: config.catalogDir, limits: config.limits, coalescer: config.coalescer, shutdownGraceMs: config.shutdownGraceMs },
+    {
+      databaseUrl: config.databaseUrl,
+      catalogDir: config.catalogDir,
+      limits: config.limits,
+      coalescer: config.coalescer,
+      shutdownGraceMs: config.shutdownGraceMs,
+    },
     (name) => process.env[name],
     logger,
   ).catch((err: unknown) => {

@@ -64,7 +64,8 @@ class FifoSemaphore {
       if (released) return
       released = true
       const next = this.waiters.shift()
-      if (next) next.grant() // the slot passes straight on, in arrival order
+      if (next)
+        next.grant() // the slot passes straight on, in arrival order
       else this.used--
     }
   }
@@ -96,7 +97,10 @@ export class CapacityPool {
     const now = this.leases.tryTake()
     if (now) return now
     if (this.leases.waiters.length >= this.limits.maxWaiting) {
-      throw new CapacityError(`backend '${this.backendId}' is at capacity (${this.limits.maxAccepted} runs accepted, ${this.limits.maxWaiting} waiting)`, this.backendId)
+      throw new CapacityError(
+        `backend '${this.backendId}' is at capacity (${this.limits.maxAccepted} runs accepted, ${this.limits.maxWaiting} waiting)`,
+        this.backendId,
+      )
     }
     onWait()
     return this.leases.wait(signal)

@@ -1,20 +1,20 @@
-import { ProfileLoadError, PromptLoadError } from '../domain/errors.js'
-import { templateVariables } from '../domain/template.js'
-import type { Store } from '../store/store.js'
-import type { PromptRow } from '../store/prompt-store.js'
-import type { ProfileRow } from '../store/profile-store.js'
+import { type Backend, CATALOG_TENANT, type CatalogReader, type Profile, type Prompt, promptDefinitionHash } from '../domain/catalog.js'
 import {
+  type BackendDefinition,
   describeIssues,
+  type ProfileDefinition,
+  type PromptDefinition,
   profileSchema,
   promptSchema,
   toPromptDefinition,
-  type BackendDefinition,
-  type ProfileDefinition,
-  type PromptDefinition,
 } from '../domain/definitions.js'
-import type { CatalogFiles } from './files.js'
+import { ProfileLoadError, PromptLoadError } from '../domain/errors.js'
 import { hashValue } from '../domain/hash.js'
-import { type Backend, CATALOG_TENANT, type CatalogReader, type Profile, type Prompt, promptDefinitionHash } from '../domain/catalog.js'
+import { templateVariables } from '../domain/template.js'
+import type { ProfileRow } from '../store/profile-store.js'
+import type { PromptRow } from '../store/prompt-store.js'
+import type { Store } from '../store/store.js'
+import type { CatalogFiles } from './files.js'
 
 /**
  * Backends, profiles and prompts, layered: a tenant's own definition shadows the catalog
@@ -32,7 +32,10 @@ export class Catalog implements CatalogReader {
   private readonly prompts = new LookupCache<Prompt>()
   private readonly profiles = new LookupCache<Profile>()
 
-  private constructor(private readonly store: Store, files: CatalogFiles) {
+  private constructor(
+    private readonly store: Store,
+    files: CatalogFiles,
+  ) {
     this.backends = new Map(files.backends.map((b) => [b.id, b]))
     this.fileProfiles = new Map(files.profiles.map((p) => [p.id, { ...p, source: 'CATALOG', updatedAt: null }]))
   }
@@ -49,7 +52,10 @@ export class Catalog implements CatalogReader {
         floorVersion: await store.prompts.latestVersion(CATALOG_TENANT, prompt.id),
       })
     }
-    await store.prompts.deleteExcept(CATALOG_TENANT, files.prompts.map((p) => p.id))
+    await store.prompts.deleteExcept(
+      CATALOG_TENANT,
+      files.prompts.map((p) => p.id),
+    )
     return new Catalog(store, files)
   }
 

@@ -3,14 +3,14 @@ import path from 'node:path'
 import { parse as parseYaml } from 'yaml'
 import { z } from 'zod'
 import {
+  type BackendDefinition,
   backendSchema,
   describeIssues,
+  type ProfileDefinition,
+  type PromptDefinition,
   profileSchema,
   promptSchema,
   toPromptDefinition,
-  type BackendDefinition,
-  type ProfileDefinition,
-  type PromptDefinition,
 } from '../domain/definitions.js'
 
 /** What the catalog folder defines, validated and cross-checked. */
@@ -59,7 +59,11 @@ export function loadCatalogFiles(dir: string): CatalogFiles {
     }
     const parsed = fileSchema.safeParse(content ?? {})
     if (!parsed.success) {
-      problems.push(...describeIssues(parsed.error).split('; ').map((issue) => `${name}: ${issue}`))
+      problems.push(
+        ...describeIssues(parsed.error)
+          .split('; ')
+          .map((issue) => `${name}: ${issue}`),
+      )
       continue
     }
     const locate = <T>(list: T[] | undefined, key: string, into: Located<T>[]) =>

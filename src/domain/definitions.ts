@@ -1,15 +1,13 @@
 import { z } from 'zod'
-import { InvalidRequestError } from './errors.js'
 import { Secret } from './credentials.js'
-import { compileTemplate } from './template.js'
+import { InvalidRequestError } from './errors.js'
 import { compileOutputSchema } from './output-schema.js'
+import { compileTemplate } from './template.js'
 
 /** Prompt, profile and backend ids are the user's own strings. */
 export const ID_PATTERN = /^[A-Za-z0-9_.-]{1,128}$/
 export const idSchema = z.string().regex(ID_PATTERN, 'must be 1-128 characters of A-Z a-z 0-9 _ . -')
-export const envNameSchema = z
-  .string()
-  .regex(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/, 'must be an environment variable name')
+export const envNameSchema = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/, 'must be an environment variable name')
 
 export const REASONING_EFFORTS = ['none', 'minimal', 'low', 'medium', 'high', 'xhigh'] as const
 
@@ -50,9 +48,15 @@ export const backendSchema = z.strictObject({
   credentialEnv: envNameSchema.nullish(),
   settings: settingsLayerSchema.nullish(),
   /** Runs accepted at once, model calls in flight, runs allowed to wait (defaults 64, 16, 256). */
-  capacity: z.strictObject({ maxAccepted: count(1, 100_000), maxActive: count(1, 100_000), maxWaiting: count(0, 1_000_000) }).partial().nullish(),
+  capacity: z
+    .strictObject({ maxAccepted: count(1, 100_000), maxActive: count(1, 100_000), maxWaiting: count(0, 1_000_000) })
+    .partial()
+    .nullish(),
   /** Retries of 429/5xx/network failures on the same candidate (defaults 3 attempts, 250 ms doubling, at most 10 s). */
-  retry: z.strictObject({ maxAttempts: count(1, 10), baseDelayMs: count(0, 60_000), maxDelayMs: count(0, 600_000) }).partial().nullish(),
+  retry: z
+    .strictObject({ maxAttempts: count(1, 10), baseDelayMs: count(0, 60_000), maxDelayMs: count(0, 600_000) })
+    .partial()
+    .nullish(),
   /** USD per million tokens, by model; a model without a price has a null cost. */
   prices: z.record(z.string(), z.strictObject({ inputPerMillion: z.number().min(0), outputPerMillion: z.number().min(0) })).nullish(),
 })
@@ -82,10 +86,13 @@ export type OutputKind = (typeof OUTPUT_KINDS)[number]
 
 const messageTemplateSchema = z.strictObject({
   role: looseEnum(ROLES, (v) => v.toLowerCase()),
-  content: z.string().max(1_000_000).superRefine((content, ctx) => {
-    const problem = compileTemplate(content).error
-    if (problem) ctx.addIssue({ code: 'custom', message: problem })
-  }),
+  content: z
+    .string()
+    .max(1_000_000)
+    .superRefine((content, ctx) => {
+      const problem = compileTemplate(content).error
+      if (problem) ctx.addIssue({ code: 'custom', message: problem })
+    }),
 })
 
 const outputContractSchema = z
@@ -114,9 +121,12 @@ const parallelSchema = z
     judgePromptId: idSchema.nullish(),
   })
   .superRefine((parallel, ctx) => {
-    if (parallel.select === 'BEST_OF' && !parallel.judgePromptId) ctx.addIssue({ code: 'custom', path: ['judgePromptId'], message: 'is required with BEST_OF' })
-    if (parallel.select !== 'BEST_OF' && parallel.judgePromptId) ctx.addIssue({ code: 'custom', path: ['judgePromptId'], message: 'is only used with BEST_OF' })
-    if (new Set(parallel.profiles).size !== parallel.profiles.length) ctx.addIssue({ code: 'custom', path: ['profiles'], message: 'lists a profile twice' })
+    if (parallel.select === 'BEST_OF' && !parallel.judgePromptId)
+      ctx.addIssue({ code: 'custom', path: ['judgePromptId'], message: 'is required with BEST_OF' })
+    if (parallel.select !== 'BEST_OF' && parallel.judgePromptId)
+      ctx.addIssue({ code: 'custom', path: ['judgePromptId'], message: 'is only used with BEST_OF' })
+    if (new Set(parallel.profiles).size !== parallel.profiles.length)
+      ctx.addIssue({ code: 'custom', path: ['profiles'], message: 'lists a profile twice' })
   })
 
 /** Several profiles answer at once; one answer is selected, the others kept as alternatives. */
@@ -155,7 +165,13 @@ export function toPromptDefinition(parsed: z.infer<typeof promptSchema>): { desc
       defaultProfileId: parsed.defaultProfileId ?? null,
       output: { kind: parsed.output?.kind ?? 'TEXT', schema: parsed.output?.schema ?? null },
       maxRepairs: parsed.maxRepairs ?? 0,
-      ...(parsed.parallel && { parallel: { profiles: parsed.parallel.profiles, select: parsed.parallel.select, judgePromptId: parsed.parallel.judgePromptId ?? null } }),
+      ...(parsed.parallel && {
+        parallel: {
+          profiles: parsed.parallel.profiles,
+          select: parsed.parallel.select,
+          judgePromptId: parsed.parallel.judgePromptId ?? null,
+        },
+      }),
     },
   }
 }

@@ -34,7 +34,10 @@ export abstract class PromptlineError extends Error {
 /** The request itself is malformed: bad id, bad JSON, out-of-range setting. `field` is the first bad path. */
 export class InvalidRequestError extends PromptlineError {
   readonly code = 'INVALID_REQUEST'
-  constructor(message: string, readonly field: string | null = null) {
+  constructor(
+    message: string,
+    readonly field: string | null = null,
+  ) {
     super(message)
   }
   static at(field: string, problem: string): InvalidRequestError {
@@ -44,7 +47,10 @@ export class InvalidRequestError extends PromptlineError {
 
 export class NotFoundError extends PromptlineError {
   readonly code = 'NOT_FOUND'
-  constructor(readonly kind: string, readonly id: string) {
+  constructor(
+    readonly kind: string,
+    readonly id: string,
+  ) {
     super(`${kind} '${id}' not found`)
   }
 }
@@ -71,14 +77,20 @@ export class RenderError extends PromptlineError {
 
 export class CapacityError extends PromptlineError {
   readonly code = 'CAPACITY'
-  constructor(message: string, readonly backendId: string) {
+  constructor(
+    message: string,
+    readonly backendId: string,
+  ) {
     super(message)
   }
 }
 
 export class QueueFullError extends PromptlineError {
   readonly code = 'QUEUE_FULL'
-  constructor(message: string, readonly limit: string) {
+  constructor(
+    message: string,
+    readonly limit: string,
+  ) {
     super(message)
   }
 }
@@ -91,7 +103,10 @@ export type SteerRejectionReason = 'DUPLICATE' | 'NOT_RUNNING'
 
 export class SteerRejectedError extends PromptlineError {
   readonly code = 'STEER_REJECTED'
-  constructor(message: string, readonly reason: SteerRejectionReason) {
+  constructor(
+    message: string,
+    readonly reason: SteerRejectionReason,
+  ) {
     super(message)
   }
 }

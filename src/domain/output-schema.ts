@@ -9,7 +9,9 @@ addFormats(ajv)
 const validators = new Map<string, ValidateFunction>()
 
 /** Compiles (and caches by its JSON text) a prompt's output JSON Schema. */
-export function compileOutputSchema(schema: Record<string, unknown>): { validate: ValidateFunction; error?: undefined } | { validate?: undefined; error: string } {
+export function compileOutputSchema(
+  schema: Record<string, unknown>,
+): { validate: ValidateFunction; error?: undefined } | { validate?: undefined; error: string } {
   const key = JSON.stringify(schema)
   const cached = validators.get(key)
   if (cached) return { validate: cached }

@@ -6,7 +6,16 @@ export const ENTRY_STATUSES = ['QUEUED', 'STARTING', 'SCHEDULED', 'RUNNING', 'CO
 export type EntryStatus = (typeof ENTRY_STATUSES)[number]
 export const TERMINAL_ENTRY_STATUSES: readonly EntryStatus[] = ['COMPLETED', 'FAILED', 'CANCELLED']
 
-export const RUN_STATUSES = ['PREPARING', 'WAITING_CAPACITY', 'GENERATING', 'VALIDATING', 'REPAIRING', 'COMPLETED', 'FAILED', 'ABORTED'] as const
+export const RUN_STATUSES = [
+  'PREPARING',
+  'WAITING_CAPACITY',
+  'GENERATING',
+  'VALIDATING',
+  'REPAIRING',
+  'COMPLETED',
+  'FAILED',
+  'ABORTED',
+] as const
 export type RunStatus = (typeof RUN_STATUSES)[number]
 
 /** Why a run ended. */

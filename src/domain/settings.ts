@@ -48,7 +48,5 @@ export function redactSettings(settings: EffectiveSettings): EffectiveSettings {
 function redactObject(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(redactObject)
   if (value === null || typeof value !== 'object') return value
-  return Object.fromEntries(
-    Object.entries(value).map(([k, v]) => [k, SECRET_KEY.test(k) ? '***' : redactObject(v)]),
-  )
+  return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, SECRET_KEY.test(k) ? '***' : redactObject(v)]))
 }

@@ -20,7 +20,8 @@ export function compileTemplate(template: string): { parts: Part[]; error?: unde
     const close = template.indexOf('}}', open + 2)
     if (close < 0) return { error: `unclosed '{{' at offset ${open}` }
     const name = template.slice(open + 2, close).trim()
-    if (!VARIABLE_PATH.test(name)) return { error: `'{{${template.slice(open + 2, close)}}}' is not a variable reference (use {{ name }} or {{ a.b }})` }
+    if (!VARIABLE_PATH.test(name))
+      return { error: `'{{${template.slice(open + 2, close)}}}' is not a variable reference (use {{ name }} or {{ a.b }})` }
     if (open > at) parts.push({ text: template.slice(at, open) })
     parts.push({ variable: name })
     at = close + 2

@@ -1,8 +1,8 @@
 import { FixedBuffer, Repeater } from '@repeaterjs/repeater'
+import type { SessionEvent, SessionEventData } from '../domain/events.js'
 import type { Logger } from '../domain/logger.js'
 import type { EventStore } from '../store/event-store.js'
 import type { SessionStore } from '../store/session-store.js'
-import type { SessionEvent, SessionEventData } from '../domain/events.js'
 
 type Listener = (event: SessionEvent) => void
 
@@ -29,7 +29,12 @@ export interface EventBusOptions {
   subscriberBuffer: number
 }
 
-export const DEFAULT_EVENT_BUS_OPTIONS: EventBusOptions = { flushIntervalMs: 25, batchSize: 500, sequenceBlock: 1000, subscriberBuffer: 10_000 }
+export const DEFAULT_EVENT_BUS_OPTIONS: EventBusOptions = {
+  flushIntervalMs: 25,
+  batchSize: 500,
+  sequenceBlock: 1000,
+  subscriberBuffer: 10_000,
+}
 
 /** A subscriber fell too far behind; it may resubscribe with the last sequence it saw. */
 export class SubscriberTooSlowError extends Error {
@@ -64,7 +69,10 @@ export class SessionEventBus {
   async open(tenantId: string, sessionId: string): Promise<void> {
     const key = sessionTopic(tenantId, sessionId)
     if (this.streams.has(key)) return
-    const [ceiling, persisted] = await Promise.all([this.sessions.sequenceCeiling(tenantId, sessionId), this.events.maxSequence(tenantId, sessionId)])
+    const [ceiling, persisted] = await Promise.all([
+      this.sessions.sequenceCeiling(tenantId, sessionId),
+      this.events.maxSequence(tenantId, sessionId),
+    ])
     if (this.streams.has(key)) return
     const next = Math.max(ceiling, persisted) + 1
     const reserved = next + this.options.sequenceBlock - 1

@@ -1,12 +1,15 @@
 import Anthropic from '@anthropic-ai/sdk'
+import type { ChatMessage } from '../domain/records.js'
 import { ClientCache } from './client-cache.js'
 import type { GenerateEvent, GenerateRequest, ModelClient } from './model-client.js'
 import { classifyVendorError } from './provider-error.js'
-import type { ChatMessage } from '../domain/records.js'
 
 /** Anthropic takes system text apart from the turns, and turns that alternate user/assistant. */
 export function toAnthropicMessages(messages: ChatMessage[]): { system: string; turns: { role: 'user' | 'assistant'; content: string }[] } {
-  const system = messages.filter((m) => m.role === 'system').map((m) => m.content).join('\n\n')
+  const system = messages
+    .filter((m) => m.role === 'system')
+    .map((m) => m.content)
+    .join('\n\n')
   const turns: { role: 'user' | 'assistant'; content: string }[] = []
   for (const m of messages) {
     if (m.role === 'system') continue
@@ -23,7 +26,11 @@ export class AnthropicModelClient implements ModelClient {
 
   async *generate(request: GenerateRequest, signal: AbortSignal): AsyncIterable<GenerateEvent> {
     const apiKey = request.credential.reveal() ?? ''
-    const client = this.clients.get(request.endpoint, apiKey, () => new Anthropic({ apiKey, baseURL: request.endpoint ?? undefined, maxRetries: 0, timeout: 10 * 60_000 }))
+    const client = this.clients.get(
+      request.endpoint,
+      apiKey,
+      () => new Anthropic({ apiKey, baseURL: request.endpoint ?? undefined, maxRetries: 0, timeout: 10 * 60_000 }),
+    )
     const { settings } = request
     const { system, turns } = toAnthropicMessages(request.messages)
     const body = {

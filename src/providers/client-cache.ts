@@ -9,7 +9,9 @@ export class ClientCache<T> {
   constructor(private readonly max = 64) {}
 
   get(endpoint: string | null, apiKey: string, create: () => T): T {
-    const key = createHash('sha256').update(`${endpoint ?? ''}\u0000${apiKey}`).digest('hex')
+    const key = createHash('sha256')
+      .update(`${endpoint ?? ''}\u0000${apiKey}`)
+      .digest('hex')
     let client = this.clients.get(key)
     if (!client) {
       client = create()

@@ -1,7 +1,6 @@
-import type { EffectiveSettings } from '../domain/settings.js'
 import type { Credential } from '../domain/credentials.js'
-import type { Usage } from '../domain/records.js'
-import type { ChatMessage } from '../domain/records.js'
+import type { ChatMessage, Usage } from '../domain/records.js'
+import type { EffectiveSettings } from '../domain/settings.js'
 
 export interface GenerateRequest {
   model: string

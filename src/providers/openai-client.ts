@@ -13,7 +13,11 @@ export class OpenAIModelClient implements ModelClient {
 
   async *generate(request: GenerateRequest, signal: AbortSignal): AsyncIterable<GenerateEvent> {
     const apiKey = request.credential.reveal() ?? ''
-    const client = this.clients.get(request.endpoint, apiKey, () => new OpenAI({ apiKey, baseURL: request.endpoint ?? undefined, maxRetries: 0, timeout: 10 * 60_000 }))
+    const client = this.clients.get(
+      request.endpoint,
+      apiKey,
+      () => new OpenAI({ apiKey, baseURL: request.endpoint ?? undefined, maxRetries: 0, timeout: 10 * 60_000 }),
+    )
     const { settings } = request
     const body = {
       model: request.model,
@@ -25,7 +29,8 @@ export class OpenAIModelClient implements ModelClient {
       ...(settings.stop != null && settings.stop.length > 0 && { stop: settings.stop }),
       // OpenAI's own API wants max_completion_tokens (reasoning models refuse max_tokens);
       // compatible servers still read max_tokens
-      ...(settings.maxTokens != null && (request.endpoint ? { max_tokens: settings.maxTokens } : { max_completion_tokens: settings.maxTokens })),
+      ...(settings.maxTokens != null &&
+        (request.endpoint ? { max_tokens: settings.maxTokens } : { max_completion_tokens: settings.maxTokens })),
       ...(settings.reasoningEffort != null && { reasoning_effort: settings.reasoningEffort as 'low' }),
       ...settings.extra,
     }

@@ -47,22 +47,46 @@ const CONTEXT_LENGTH = /context[_ ]length|too long|maximum context|prompt is too
  */
 export function classifyVendorError(error: unknown, vendor: string): ProviderError {
   if (error instanceof ProviderError) return error
-  const e = error as { status?: unknown; headers?: unknown; message?: unknown; code?: unknown; name?: unknown; constructor?: { name?: string } }
+  const e = error as {
+    status?: unknown
+    headers?: unknown
+    message?: unknown
+    code?: unknown
+    name?: unknown
+    constructor?: { name?: string }
+  }
   const status = typeof e?.status === 'number' ? e.status : null
   const text = typeof e?.message === 'string' ? scrub(e.message) : ''
   const code = typeof e?.code === 'string' ? e.code : ''
   if (status === null) {
-    return new ProviderError(`${vendor} could not be reached or the stream broke: ${text || 'connection error'}`, 'RETRYABLE', null, null, 'NETWORK')
+    return new ProviderError(
+      `${vendor} could not be reached or the stream broke: ${text || 'connection error'}`,
+      'RETRYABLE',
+      null,
+      null,
+      'NETWORK',
+    )
   }
   const wait = retryAfterMs(e.headers)
   if (status === 429) return new ProviderError(`${vendor} rate-limited the request (429)`, 'RETRYABLE', status, wait, 'RATE_LIMITED')
-  if (status === 529 || status === 503) return new ProviderError(`${vendor} is overloaded (${status})`, 'RETRYABLE', status, wait, 'OVERLOADED')
-  if (status >= 500 || status === 408 || status === 409) return new ProviderError(`${vendor} failed with ${status}`, 'RETRYABLE', status, wait, 'SERVER_ERROR')
-  if (status === 401 || status === 403) return new ProviderError(`${vendor} refused the credentials (${status})`, 'NEXT_CANDIDATE', status, null, 'UNAUTHORIZED')
-  if (status === 404) return new ProviderError(`${vendor} does not know the model or endpoint (404)`, 'NEXT_CANDIDATE', status, null, 'NOT_FOUND')
-  if (status === 402) return new ProviderError(`${vendor} refused the request: payment required (402)`, 'NEXT_CANDIDATE', status, null, 'PAYMENT')
+  if (status === 529 || status === 503)
+    return new ProviderError(`${vendor} is overloaded (${status})`, 'RETRYABLE', status, wait, 'OVERLOADED')
+  if (status >= 500 || status === 408 || status === 409)
+    return new ProviderError(`${vendor} failed with ${status}`, 'RETRYABLE', status, wait, 'SERVER_ERROR')
+  if (status === 401 || status === 403)
+    return new ProviderError(`${vendor} refused the credentials (${status})`, 'NEXT_CANDIDATE', status, null, 'UNAUTHORIZED')
+  if (status === 404)
+    return new ProviderError(`${vendor} does not know the model or endpoint (404)`, 'NEXT_CANDIDATE', status, null, 'NOT_FOUND')
+  if (status === 402)
+    return new ProviderError(`${vendor} refused the request: payment required (402)`, 'NEXT_CANDIDATE', status, null, 'PAYMENT')
   if (CONTEXT_LENGTH.test(code) || CONTEXT_LENGTH.test(text)) {
-    return new ProviderError(`${vendor}: the context is too long for the model (${status}): ${text}`, 'FATAL', status, null, 'CONTEXT_LENGTH')
+    return new ProviderError(
+      `${vendor}: the context is too long for the model (${status}): ${text}`,
+      'FATAL',
+      status,
+      null,
+      'CONTEXT_LENGTH',
+    )
   }
   return new ProviderError(`${vendor} rejected the request (${status}): ${text}`, 'FATAL', status, null, 'BAD_REQUEST')
 }

@@ -1,17 +1,16 @@
 import { randomUUID } from 'node:crypto'
 import { InternalError, NotFoundError, QueueFullError, SessionBusyError, SteerRejectedError } from '../domain/errors.js'
-import type { SessionEventBus } from '../events/event-bus.js'
 import type { QueueEntryEventKind } from '../domain/events.js'
+import type { QueueLimits } from '../domain/limits.js'
 import type { Logger } from '../domain/logger.js'
-import { RunStop, type RunExecutor, type RunResult } from '../runner/run-executor.js'
+import type { QueueEntryRecord, QueueEntryView, RunRecord, RunRequest, SessionStatus, WhenBusy } from '../domain/records.js'
+import type { SessionEventBus } from '../events/event-bus.js'
+import { type RunExecutor, type RunResult, RunStop } from '../runner/run-executor.js'
 import { SteerInbox } from '../runner/steer-inbox.js'
 import type { QueueStore } from '../store/queue-store.js'
-import type { QueueEntryRecord, RunRecord, RunRequest } from '../domain/records.js'
 import type { RunStore } from '../store/run-store.js'
 import type { SaveQueue } from '../store/save-queue.js'
 import type { SessionMemory } from '../store/session-memory.js'
-import type { QueueLimits } from '../domain/limits.js'
-import type { QueueEntryView, SessionStatus, WhenBusy } from '../domain/records.js'
 
 interface ActiveRun {
   entry: QueueEntryRecord
@@ -196,23 +195,36 @@ export class PromptQueue {
     const refuse = (limit: string, what: string) => {
       throw new QueueFullError(`${what}; nothing was queued`, limit)
     }
-    if (session.count + addedCount > limits.maxOutstandingPerSession) refuse('maxOutstandingPerSession', `session '${queue.sessionId}' already has ${session.count} outstanding prompts and steers (limit ${limits.maxOutstandingPerSession})`)
-    if (session.bytes + addedBytes > limits.maxOutstandingBytesPerSession) refuse('maxOutstandingBytesPerSession', `session '${queue.sessionId}' would hold more than ${limits.maxOutstandingBytesPerSession} outstanding bytes`)
-    if (this.pending.count + addedCount > limits.maxPendingAdmissions) refuse('maxPendingAdmissions', `the server already has ${this.pending.count} prompts waiting (limit ${limits.maxPendingAdmissions})`)
-    if (this.pending.bytes + addedBytes > limits.maxPendingBytes) refuse('maxPendingBytes', `the server would hold more than ${limits.maxPendingBytes} waiting bytes`)
+    if (session.count + addedCount > limits.maxOutstandingPerSession)
+      refuse(
+        'maxOutstandingPerSession',
+        `session '${queue.sessionId}' already has ${session.count} outstanding prompts and steers (limit ${limits.maxOutstandingPerSession})`,
+      )
+    if (session.bytes + addedBytes > limits.maxOutstandingBytesPerSession)
+      refuse(
+        'maxOutstandingBytesPerSession',
+        `session '${queue.sessionId}' would hold more than ${limits.maxOutstandingBytesPerSession} outstanding bytes`,
+      )
+    if (this.pending.count + addedCount > limits.maxPendingAdmissions)
+      refuse('maxPendingAdmissions', `the server already has ${this.pending.count} prompts waiting (limit ${limits.maxPendingAdmissions})`)
+    if (this.pending.bytes + addedBytes > limits.maxPendingBytes)
+      refuse('maxPendingBytes', `the server would hold more than ${limits.maxPendingBytes} waiting bytes`)
   }
 
   /** (Re)starts a scheduled entry's debounce. */
   private arm(queue: SessionQueue, entry: QueueEntryRecord, delayMs: number): void {
     clearTimeout(queue.timers.get(entry.queueId))
-    const timer = setTimeout(() => {
-      queue.timers.delete(entry.queueId)
-      if (entry.status !== 'SCHEDULED') return
-      entry.status = 'QUEUED'
-      this.saveEntry(entry)
-      this.publishEntry(queue, 'QUEUED', entry)
-      this.drain(queue)
-    }, Math.max(0, delayMs))
+    const timer = setTimeout(
+      () => {
+        queue.timers.delete(entry.queueId)
+        if (entry.status !== 'SCHEDULED') return
+        entry.status = 'QUEUED'
+        this.saveEntry(entry)
+        this.publishEntry(queue, 'QUEUED', entry)
+        this.drain(queue)
+      },
+      Math.max(0, delayMs),
+    )
     queue.timers.set(entry.queueId, timer)
   }
 
@@ -282,7 +294,11 @@ export class PromptQueue {
       // only the history write can get here; the run itself never throws
       this.deps.logger.error('could not finish a queue entry', { queueId: entry.queueId, error: (error as Error).message })
       if (active.run) this.deps.executor.finalize(active.run)
-      Object.assign(entry, { status: 'FAILED', finishedAt: now(), error: { code: 'INTERNAL', message: 'the run could not be recorded' } } satisfies Partial<QueueEntryRecord>)
+      Object.assign(entry, {
+        status: 'FAILED',
+        finishedAt: now(),
+        error: { code: 'INTERNAL', message: 'the run could not be recorded' },
+      } satisfies Partial<QueueEntryRecord>)
     } finally {
       this.finishEntry(queue, entry)
       if (active.run) this.activeRuns.delete(active.run.id)
@@ -329,7 +345,11 @@ export class PromptQueue {
       queue.timers.delete(queueId)
       this.pending.count--
       this.pending.bytes -= entry.requestBytes
-      Object.assign(entry, { status: 'CANCELLED', finishedAt: now(), error: { code: 'CANCELLED', message: 'cancelled before it ran' } } satisfies Partial<QueueEntryRecord>)
+      Object.assign(entry, {
+        status: 'CANCELLED',
+        finishedAt: now(),
+        error: { code: 'CANCELLED', message: 'cancelled before it ran' },
+      } satisfies Partial<QueueEntryRecord>)
       this.finishEntry(queue, entry)
       return { cancelled: true, entry: { ...entry } }
     }
@@ -371,7 +391,8 @@ export class PromptQueue {
     const queue = await this.session(tenantId, sessionId)
     const active = queue.active
     if (!active || active.entry.queueId !== queueId) {
-      if (!queue.outstanding.has(queueId) && !(await this.deps.entries.find(tenantId, sessionId, queueId))) throw new NotFoundError('queue entry', queueId)
+      if (!queue.outstanding.has(queueId) && !(await this.deps.entries.find(tenantId, sessionId, queueId)))
+        throw new NotFoundError('queue entry', queueId)
       throw new SteerRejectedError(`queue entry '${queueId}' is not running`, 'NOT_RUNNING')
     }
     if (active.steers.has(steerId)) throw new SteerRejectedError(`steer '${steerId}' was already accepted for this run`, 'DUPLICATE')
@@ -455,7 +476,8 @@ export class PromptQueue {
   /** Cancels the whole queue of a session (running entry included) before it is deleted. */
   async clearSession(tenantId: string, sessionId: string): Promise<void> {
     const queue = await this.session(tenantId, sessionId)
-    for (const entry of [...queue.outstanding.values()]) if (entry !== queue.active?.entry) await this.cancel(tenantId, sessionId, entry.queueId)
+    for (const entry of [...queue.outstanding.values()])
+      if (entry !== queue.active?.entry) await this.cancel(tenantId, sessionId, entry.queueId)
     if (queue.active) await this.cancel(tenantId, sessionId, queue.active.entry.queueId)
     queue.deleting = true
     await this.deps.saves.flush()
@@ -475,7 +497,13 @@ export class PromptQueue {
   async recover(): Promise<void> {
     const message = 'interrupted by a server restart'
     for (const run of await this.deps.runs.unfinished()) {
-      Object.assign(run, { status: 'FAILED', terminalReason: 'INTERRUPTED', errorCode: 'INTERNAL', errorMessage: message, finishedAt: now() } satisfies Partial<RunRecord>)
+      Object.assign(run, {
+        status: 'FAILED',
+        terminalReason: 'INTERRUPTED',
+        errorCode: 'INTERNAL',
+        errorMessage: message,
+        finishedAt: now(),
+      } satisfies Partial<RunRecord>)
       await this.deps.runs.update(run)
       if (run.sessionId && (await this.deps.sessions.find(run.tenantId, run.sessionId))) {
         await this.session(run.tenantId, run.sessionId)
@@ -484,7 +512,11 @@ export class PromptQueue {
     }
     for (const entry of await this.deps.entries.withStatus(['STARTING', 'RUNNING'])) {
       const queue = await this.session(entry.tenantId, entry.sessionId)
-      Object.assign(entry, { status: 'FAILED', finishedAt: now(), error: { code: 'INTERNAL', message } } satisfies Partial<QueueEntryRecord>)
+      Object.assign(entry, {
+        status: 'FAILED',
+        finishedAt: now(),
+        error: { code: 'INTERNAL', message },
+      } satisfies Partial<QueueEntryRecord>)
       await this.deps.entries.update(entry)
       this.publishEntry(queue, 'FINISHED', entry)
     }

@@ -1,9 +1,9 @@
 import type { OutputContract } from '../domain/definitions.js'
+import { repairInstruction, type ValidationResult, validateOutput } from '../domain/output-validation.js'
+import type { ChatMessage } from '../domain/records.js'
 import type { ModelCaller } from './model-caller.js'
-import { repairInstruction, validateOutput, type ValidationResult } from '../domain/output-validation.js'
 import type { SteerInbox } from './steer-inbox.js'
 import type { TokenCoalescer } from './token-coalescer.js'
-import type { ChatMessage } from '../domain/records.js'
 
 /** Where an answer is as it is produced, so a stopped run still has its partial text. */
 export interface AnswerProgress {
@@ -83,7 +83,11 @@ export async function produceAnswer(options: {
     hooks.coalescer.restart()
     progress.attempt++
     hooks.onStatus('REPAIRING')
-    messages = [...messages, { role: 'assistant', content: progress.text }, { role: 'user', content: repairInstruction(output, validation.errors) }]
+    messages = [
+      ...messages,
+      { role: 'assistant', content: progress.text },
+      { role: 'user', content: repairInstruction(output, validation.errors) },
+    ]
     hooks.onStatus('GENERATING')
   }
 }

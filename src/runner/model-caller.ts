@@ -1,12 +1,11 @@
 import type { CapacityPools, Release } from '../capacity/capacity-pool.js'
-import { CredentialsError, GenerationError, PromptlineError } from '../domain/errors.js'
-import { sleep } from '../providers/sleep.js'
-import type { ModelClient } from '../providers/model-client.js'
-import { ProviderError, classifyVendorError } from '../providers/provider-error.js'
-import type { FailoverAttempt, Usage } from '../domain/records.js'
-import type { Candidate } from './prepare.js'
 import type { Backend } from '../domain/catalog.js'
-import type { ChatMessage } from '../domain/records.js'
+import { CredentialsError, GenerationError, PromptlineError } from '../domain/errors.js'
+import type { ChatMessage, FailoverAttempt, Usage } from '../domain/records.js'
+import type { ModelClient } from '../providers/model-client.js'
+import { classifyVendorError, ProviderError } from '../providers/provider-error.js'
+import { sleep } from '../providers/sleep.js'
+import type { Candidate } from './prepare.js'
 
 export const DEFAULT_RETRY = { maxAttempts: 3, baseDelayMs: 250, maxDelayMs: 10_000 }
 
@@ -71,7 +70,13 @@ export class ModelCaller {
         let deltas = 0
         let endedEarly = false
         try {
-          const request = { model: candidate.model, messages, settings: candidate.settings, endpoint: candidate.endpoint, credential: candidate.credential }
+          const request = {
+            model: candidate.model,
+            messages,
+            settings: candidate.settings,
+            endpoint: candidate.endpoint,
+            credential: candidate.credential,
+          }
           let reported: Usage | null = null
           for await (const event of client.generate(request, signal)) {
             if (event.type === 'end') {
@@ -96,7 +101,10 @@ export class ModelCaller {
             this.charge(candidate, { inputTokens: 0, outputTokens: deltas })
             throw signal.reason
           }
-          const failure = error instanceof PromptlineError ? new ProviderError(error.message, 'FATAL', null, null, error.code) : classifyVendorError(error, candidate.backend.kind)
+          const failure =
+            error instanceof PromptlineError
+              ? new ProviderError(error.message, 'FATAL', null, null, error.code)
+              : classifyVendorError(error, candidate.backend.kind)
           this.record(candidate, 'FAILED', failure.reason, performance.now() - started, attempt)
           if (deltas > 0) {
             this.charge(candidate, { inputTokens: 0, outputTokens: deltas })
@@ -120,7 +128,9 @@ export class ModelCaller {
     }
     const failures = this.attempts.filter((a) => a.outcome === 'FAILED')
     if (failures.every((a) => a.errorCode === 'UNAUTHORIZED')) {
-      throw new CredentialsError(`every candidate's credentials were refused (${[...new Set(failures.map((a) => a.profileId))].join(', ')})`)
+      throw new CredentialsError(
+        `every candidate's credentials were refused (${[...new Set(failures.map((a) => a.profileId))].join(', ')})`,
+      )
     }
     throw new GenerationError(`every candidate failed; the last: ${lastError.message}`)
   }
@@ -130,10 +140,19 @@ export class ModelCaller {
     this.usage.outputTokens += usage.outputTokens
     if (usage.inputTokens === 0 && usage.outputTokens === 0) return
     const price = candidate.backend.prices?.[candidate.model]
-    this.cost = price && this.cost !== null ? this.cost + (usage.inputTokens * price.inputPerMillion + usage.outputTokens * price.outputPerMillion) / 1e6 : null
+    this.cost =
+      price && this.cost !== null
+        ? this.cost + (usage.inputTokens * price.inputPerMillion + usage.outputTokens * price.outputPerMillion) / 1e6
+        : null
   }
 
-  private record(candidate: Candidate, outcome: FailoverAttempt['outcome'], errorCode: string | null, durationMs: number, attempt: number): void {
+  private record(
+    candidate: Candidate,
+    outcome: FailoverAttempt['outcome'],
+    errorCode: string | null,
+    durationMs: number,
+    attempt: number,
+  ): void {
     this.attempts.push({
       profileId: candidate.profile.id,
       backendId: candidate.backend.id,

@@ -1,5 +1,14 @@
-import { envNameSchema, idSchema, parseInput, settingsLayerSchema, type OutputContract, type Role, type SettingsLayer } from '../domain/definitions.js'
-import { hashValue } from '../domain/hash.js'
+import type { Backend, CatalogReader, Profile, Prompt } from '../domain/catalog.js'
+import { type Credential, resolveCredential, type SecretLookup } from '../domain/credentials.js'
+import {
+  envNameSchema,
+  idSchema,
+  type OutputContract,
+  parseInput,
+  type Role,
+  type SettingsLayer,
+  settingsLayerSchema,
+} from '../domain/definitions.js'
 import {
   CredentialsError,
   InvalidRequestError,
@@ -8,13 +17,12 @@ import {
   ProfileRequiredError,
   PromptLoadError,
 } from '../domain/errors.js'
-import { resolveCredential, type Credential, type SecretLookup } from '../domain/credentials.js'
-import { unsupportedSetting } from '../providers/capabilities.js'
+import { hashValue } from '../domain/hash.js'
 import { compileOutputSchema } from '../domain/output-schema.js'
-import { mergeSettings, type EffectiveSettings } from '../domain/settings.js'
-import { renderTemplates } from '../domain/template.js'
-import type { Backend, CatalogReader, Profile, Prompt } from '../domain/catalog.js'
 import type { ChatMessage } from '../domain/records.js'
+import { type EffectiveSettings, mergeSettings } from '../domain/settings.js'
+import { renderTemplates } from '../domain/template.js'
+import { unsupportedSetting } from '../providers/capabilities.js'
 
 /** What a caller asks to run (or to prepare, for a dry run). Unvalidated: `resolve` checks it. */
 export interface PrepareRequest {
@@ -153,27 +161,40 @@ export class PromptPreparer {
     if (parallelSpec && requestProfileId !== null) {
       throw InvalidRequestError.at('profileId', `prompt '${prompt!.id}' runs its parallel profiles; a profileId does not apply`)
     }
-    const profileId = parallelSpec?.profiles[0] ?? requestProfileId ?? prompt?.definition.defaultProfileId ?? session?.defaultProfileId ?? null
+    const profileId =
+      parallelSpec?.profiles[0] ?? requestProfileId ?? prompt?.definition.defaultProfileId ?? session?.defaultProfileId ?? null
     if (profileId === null) {
       throw new ProfileRequiredError(
-        prompt ? `prompt '${prompt.id}' has no default profile: pass profileId` : 'a plain input needs a profileId (or a session default profile)',
+        prompt
+          ? `prompt '${prompt.id}' has no default profile: pass profileId`
+          : 'a plain input needs a profileId (or a session default profile)',
       )
     }
     const profile = await this.catalog.getProfile(tenantId, profileId)
     if (!profile) {
       if (requestProfileId !== null) throw new NotFoundError('profile', profileId)
-      throw new ProfileLoadError(`default profile '${profileId}' of ${prompt ? `prompt '${prompt.id}'` : `session '${sessionId}'`} does not exist`)
+      throw new ProfileLoadError(
+        `default profile '${profileId}' of ${prompt ? `prompt '${prompt.id}'` : `session '${sessionId}'`} does not exist`,
+      )
     }
 
     // 4.-6. the backend, settings (defaults < backend < profile < request) and credentials, for
     // the profile and each failover candidate (for each parallel profile)
     const chain = (of: Profile) => this.chain(tenantId, of, overrides, requestEnv)
     const candidates = await chain(profile)
-    const parallel = parallelSpec ? await Promise.all(parallelSpec.profiles.map(async (id) => chain((await this.catalog.getProfile(tenantId, id)) ?? missingProfile(id, prompt!.id)))) : null
+    const parallel = parallelSpec
+      ? await Promise.all(
+          parallelSpec.profiles.map(async (id) => chain((await this.catalog.getProfile(tenantId, id)) ?? missingProfile(id, prompt!.id))),
+        )
+      : null
     const everyone = parallel ? parallel.flat() : candidates
     if (!everyone.some((c) => c.credential.available)) {
-      const missing = everyone.map((c) => (c.credential.name ? `${c.credential.name} (profile '${c.profile.id}')` : `a credentialEnv for profile '${c.profile.id}'`))
-      throw new CredentialsError(`no credentials for profile '${profile.id}'${everyone.length > 1 ? ' or its candidates' : ''}: set ${missing.join(' or ')}`)
+      const missing = everyone.map((c) =>
+        c.credential.name ? `${c.credential.name} (profile '${c.profile.id}')` : `a credentialEnv for profile '${c.profile.id}'`,
+      )
+      throw new CredentialsError(
+        `no credentials for profile '${profile.id}'${everyone.length > 1 ? ' or its candidates' : ''}: set ${missing.join(' or ')}`,
+      )
     }
     const primary = candidates[0]!
 
@@ -197,7 +218,12 @@ export class PromptPreparer {
   }
 
   /** A profile and its failover candidates, each with its backend, settings and credential. */
-  private async chain(tenantId: string, profile: Profile, overrides: SettingsLayer | null, requestEnv: string | null): Promise<Candidate[]> {
+  private async chain(
+    tenantId: string,
+    profile: Profile,
+    overrides: SettingsLayer | null,
+    requestEnv: string | null,
+  ): Promise<Candidate[]> {
     const chain: Candidate[] = []
     for (const id of [profile.id, ...(profile.candidates ?? [])]) {
       const member = id === profile.id ? profile : await this.catalog.getProfile(tenantId, id)
@@ -222,13 +248,19 @@ export class PromptPreparer {
     let rendered: ChatMessage[] = [{ role: 'user', content: resolution.input ?? '' }]
     if (prompt) {
       const templates = prompt.definition.messages
-      const contents = renderTemplates(templates.map((m) => m.content), resolution.variables)
+      const contents = renderTemplates(
+        templates.map((m) => m.content),
+        resolution.variables,
+      )
       rendered = templates.map((m, i) => ({ role: m.role, content: contents[i]! }))
     }
     const history: ChatMessage[] =
       resolution.sessionId === null
         ? []
-        : (await this.sessions.messages(resolution.tenantId, resolution.sessionId)).map((m) => ({ role: m.role as Role, content: m.content }))
+        : (await this.sessions.messages(resolution.tenantId, resolution.sessionId)).map((m) => ({
+            role: m.role as Role,
+            content: m.content,
+          }))
     const leadingSystem = rendered.findIndex((m) => m.role !== 'system')
     const split = leadingSystem < 0 ? rendered.length : leadingSystem
     const turn = rendered.slice(split)

@@ -1,23 +1,22 @@
 import { randomUUID } from 'node:crypto'
 import type { CapacityPools, Release } from '../capacity/capacity-pool.js'
+import type { Backend } from '../domain/catalog.js'
 import type { ParallelSpec } from '../domain/definitions.js'
 import { GenerationError, PromptlineError } from '../domain/errors.js'
-import type { SessionEventBus } from '../events/event-bus.js'
 import type { SessionEventData } from '../domain/events.js'
 import type { Logger } from '../domain/logger.js'
+import { validateOutput } from '../domain/output-validation.js'
+import type { Alternative, ChatMessage, QueueEntryRecord, RunRecord, TerminalReason } from '../domain/records.js'
+import { redactSettings } from '../domain/settings.js'
+import type { SessionEventBus } from '../events/event-bus.js'
 import type { ModelClient } from '../providers/model-client.js'
-import type { Alternative, QueueEntryRecord, RunRecord, TerminalReason } from '../domain/records.js'
 import type { RunStore } from '../store/run-store.js'
 import type { SaveQueue } from '../store/save-queue.js'
-import { produceAnswer, type Answer, type AnswerHooks, type AnswerProgress } from './answer.js'
+import { type Answer, type AnswerHooks, type AnswerProgress, produceAnswer } from './answer.js'
 import { ModelCaller } from './model-caller.js'
-import { validateOutput } from '../domain/output-validation.js'
 import type { Candidate, PreparedPrompt, PromptPreparer } from './prepare.js'
-import { redactSettings } from '../domain/settings.js'
 import type { SteerInbox } from './steer-inbox.js'
-import { TokenCoalescer, type CoalescerOptions } from './token-coalescer.js'
-import type { Backend } from '../domain/catalog.js'
-import type { ChatMessage } from '../domain/records.js'
+import { type CoalescerOptions, TokenCoalescer } from './token-coalescer.js'
 
 /** Why a run was stopped from outside; the abort signal's reason. */
 export class RunStop {
@@ -150,7 +149,10 @@ export class RunExecutor {
         judge,
         caller: new ModelCaller(chain, this.deps, branchSignal, lease),
         progress,
-        coalescer: new TokenCoalescer((text) => publish({ type: 'TOKEN_DELTA', text, attempt: progress.attempt, candidate: candidateTag }), this.deps.coalescer),
+        coalescer: new TokenCoalescer(
+          (text) => publish({ type: 'TOKEN_DELTA', text, attempt: progress.attempt, candidate: candidateTag }),
+          this.deps.coalescer,
+        ),
         status: 'RUNNING',
         answer: null,
         error: null,
@@ -174,7 +176,10 @@ export class RunExecutor {
       const resolution = await this.deps.preparer.resolve({ tenantId: run.tenantId, sessionId: entry.sessionId, ...entry.request })
       signal.throwIfAborted()
       this.follow(run, resolution.candidates[0]!)
-      Object.assign(run, { promptVersion: resolution.prompt?.version ?? null, definitionHash: resolution.prompt?.definitionHash ?? null } satisfies Partial<RunRecord>)
+      Object.assign(run, {
+        promptVersion: resolution.prompt?.version ?? null,
+        definitionHash: resolution.prompt?.definitionHash ?? null,
+      } satisfies Partial<RunRecord>)
       // admission: a lease on the first backend with credentials, before anything is rendered
       const chains = resolution.parallel ?? [resolution.candidates]
       for (const chain of chains) {
@@ -191,10 +196,26 @@ export class RunExecutor {
       const maxRepairs = prepared.prompt?.definition.maxRepairs ?? 0
       let selected: Branch
       if (resolution.parallel) {
-        selected = await this.parallel(prepared, resolution.parallel, prepared.prompt!.definition.parallel!, signal, maxRepairs, branch, hooks)
+        selected = await this.parallel(
+          prepared,
+          resolution.parallel,
+          prepared.prompt!.definition.parallel!,
+          signal,
+          maxRepairs,
+          branch,
+          hooks,
+        )
       } else {
         selected = branch(resolution.candidates, signal, null)
-        selected.answer = await produceAnswer({ caller: selected.caller, messages: prepared.messages, output: prepared.output, maxRepairs, steers: context.steers, progress: selected.progress, hooks: hooks(selected) })
+        selected.answer = await produceAnswer({
+          caller: selected.caller,
+          messages: prepared.messages,
+          output: prepared.output,
+          maxRepairs,
+          steers: context.steers,
+          progress: selected.progress,
+          hooks: hooks(selected),
+        })
         selected.status = 'COMPLETED'
       }
       const answer = selected.answer!
@@ -211,9 +232,18 @@ export class RunExecutor {
     } catch (error) {
       const lead = branches[0]
       if (error instanceof RunStop) {
-        Object.assign(run, { status: 'ABORTED', terminalReason: error.reason, errorCode: 'CANCELLED', errorMessage: error.message } satisfies Partial<RunRecord>)
+        Object.assign(run, {
+          status: 'ABORTED',
+          terminalReason: error.reason,
+          errorCode: 'CANCELLED',
+          errorMessage: error.message,
+        } satisfies Partial<RunRecord>)
         const partial = lead && lead.progress.segment !== '' ? [{ role: 'assistant' as const, content: lead.progress.segment }] : []
-        return { run: this.ended(run, lead?.progress.text ?? '', branches), transcript: [...turn, ...(lead?.progress.transcript ?? []), ...partial], stoppedBy: error }
+        return {
+          run: this.ended(run, lead?.progress.text ?? '', branches),
+          transcript: [...turn, ...(lead?.progress.transcript ?? []), ...partial],
+          stoppedBy: error,
+        }
       }
       const known = error instanceof PromptlineError
       if (!known) this.deps.logger.error('run failed unexpectedly', { runId: run.id, error: (error as Error)?.message })
@@ -252,7 +282,15 @@ export class RunExecutor {
     await Promise.all(
       started.map(async (b) => {
         try {
-          b.answer = await produceAnswer({ caller: b.caller, messages: prepared.messages, output: prepared.output, maxRepairs, steers: null, progress: b.progress, hooks: hooks(b) })
+          b.answer = await produceAnswer({
+            caller: b.caller,
+            messages: prepared.messages,
+            output: prepared.output,
+            maxRepairs,
+            steers: null,
+            progress: b.progress,
+            hooks: hooks(b),
+          })
           b.status = 'COMPLETED'
         } catch (error) {
           if (signal.aborted) throw signal.reason
@@ -289,7 +327,11 @@ export class RunExecutor {
     branch: (chain: Candidate[], signal: AbortSignal, tag: string, judge?: boolean) => Branch,
   ): Promise<number> {
     const candidates = pool.map((b, index) => ({ index, profileId: b.caller.candidate.profile.id, output: b.answer!.text }))
-    const judging = await this.deps.preparer.prepare({ tenantId: prepared.tenantId, promptId: judgePromptId, variables: { ...prepared.variables, candidates } })
+    const judging = await this.deps.preparer.prepare({
+      tenantId: prepared.tenantId,
+      promptId: judgePromptId,
+      variables: { ...prepared.variables, candidates },
+    })
     const judge = branch(judging.candidates, signal, `judge:${judgePromptId}`, true)
     try {
       const { text } = await judge.caller.call(judging.messages, () => false)
@@ -308,7 +350,12 @@ export class RunExecutor {
 
   /** The run reports the profile that answered (after a failover, or a parallel selection). */
   private follow(run: RunRecord, candidate: Candidate): void {
-    Object.assign(run, { profileId: candidate.profile.id, backendId: candidate.backend.id, model: candidate.model, settings: redactSettings(candidate.settings) })
+    Object.assign(run, {
+      profileId: candidate.profile.id,
+      backendId: candidate.backend.id,
+      model: candidate.model,
+      settings: redactSettings(candidate.settings),
+    })
   }
 
   private ended(run: RunRecord, output: string, branches: Branch[]): RunRecord {

@@ -1,8 +1,8 @@
 import type { CapacitySnapshot } from '../capacity/capacity-pool.js'
+import type { Backend } from '../domain/catalog.js'
 import { BACKEND_KINDS } from '../domain/definitions.js'
 import { builder } from './builder.js'
 import { settingsJson } from './settings.js'
-import type { Backend } from '../domain/catalog.js'
 
 export const BackendKindEnum = builder.enumType('BackendKind', { values: BACKEND_KINDS })
 
@@ -20,7 +20,11 @@ const CapacityRef = builder.objectRef<CapacitySnapshot>('BackendCapacity').imple
 
 const PriceRef = builder.objectRef<{ model: string; inputPerMillion: number; outputPerMillion: number }>('ModelPrice').implement({
   description: 'USD per million tokens.',
-  fields: (t) => ({ model: t.exposeString('model'), inputPerMillion: t.exposeFloat('inputPerMillion'), outputPerMillion: t.exposeFloat('outputPerMillion') }),
+  fields: (t) => ({
+    model: t.exposeString('model'),
+    inputPerMillion: t.exposeFloat('inputPerMillion'),
+    outputPerMillion: t.exposeFloat('outputPerMillion'),
+  }),
 })
 
 export const BackendRef = builder.objectRef<Backend>('Backend').implement({
@@ -28,8 +32,16 @@ export const BackendRef = builder.objectRef<Backend>('Backend').implement({
   fields: (t) => ({
     id: t.exposeID('id'),
     kind: t.field({ type: BackendKindEnum, resolve: (b) => b.kind }),
-    baseUrl: t.string({ nullable: true, description: "The API base URL; null leaves it to the vendor SDK's default.", resolve: (b) => b.baseUrl ?? null }),
-    credentialEnv: t.string({ nullable: true, description: 'The environment variable holding the default API key (never its value).', resolve: (b) => b.credentialEnv ?? null }),
+    baseUrl: t.string({
+      nullable: true,
+      description: "The API base URL; null leaves it to the vendor SDK's default.",
+      resolve: (b) => b.baseUrl ?? null,
+    }),
+    credentialEnv: t.string({
+      nullable: true,
+      description: 'The environment variable holding the default API key (never its value).',
+      resolve: (b) => b.credentialEnv ?? null,
+    }),
     settings: t.field({ type: 'JSON', description: 'The backend settings layer.', resolve: (b) => settingsJson(b.settings) }),
     capacity: t.field({ type: CapacityRef, resolve: (b, _args, ctx) => ctx.services.catalog.capacityOf(b) }),
     prices: t.field({ type: [PriceRef], resolve: (b) => Object.entries(b.prices ?? {}).map(([model, price]) => ({ model, ...price })) }),

@@ -3,6 +3,7 @@ import {
   CapacityError,
   CredentialsError,
   ERROR_CODES,
+  type ErrorCode,
   InvalidRequestError,
   NotFoundError,
   ProfileLoadError,
@@ -13,7 +14,6 @@ import {
   RenderError,
   SessionBusyError,
   SteerRejectedError,
-  type ErrorCode,
 } from '../domain/errors.js'
 import { builder } from './builder.js'
 

@@ -84,12 +84,13 @@ builder.subscriptionType({
       type: SessionEventRef,
       description: 'Every event of a session, in order: after afterSequence (replayed, then live), or from now on.',
       args: { sessionId: t.arg.id({ required: true }), afterSequence: t.arg.int() },
-      subscribe: (_root, { sessionId, afterSequence }, ctx) => ctx.services.runs.sessionEvents(ctx.tenantId, String(sessionId), afterSequence ?? null),
+      subscribe: (_root, { sessionId, afterSequence }, ctx) =>
+        ctx.services.runs.sessionEvents(ctx.tenantId, String(sessionId), afterSequence ?? null),
       resolve: (event) => event,
     }),
     runEvents: t.field({
       type: SessionEventRef,
-      description: "The events of one run after afterSequence (from its start by default); completes after its RunFinishedEvent.",
+      description: 'The events of one run after afterSequence (from its start by default); completes after its RunFinishedEvent.',
       args: { runId: t.arg.id({ required: true }), afterSequence: t.arg.int() },
       subscribe: (_root, { runId, afterSequence }, ctx) => ctx.services.runs.runEvents(ctx.tenantId, String(runId), afterSequence ?? null),
       resolve: (event) => event,

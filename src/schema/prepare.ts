@@ -22,7 +22,11 @@ const PreparedPromptRef = builder.objectRef<PreparedPrompt>('PreparedPrompt').im
     messages: t.field({ type: [ChatMessageRef], resolve: (p) => p.messages }),
     promptId: t.id({ nullable: true, description: 'Null for a plain input message.', resolve: (p) => p.prompt?.id ?? null }),
     promptVersion: t.int({ nullable: true, resolve: (p) => p.prompt?.version ?? null }),
-    definitionHash: t.string({ nullable: true, description: 'sha256 of the canonical prompt definition.', resolve: (p) => p.prompt?.definitionHash ?? null }),
+    definitionHash: t.string({
+      nullable: true,
+      description: 'sha256 of the canonical prompt definition.',
+      resolve: (p) => p.prompt?.definitionHash ?? null,
+    }),
     renderedHash: t.exposeString('renderedHash', { description: 'sha256 of the canonical rendered messages.' }),
     profileId: t.id({ resolve: (p) => p.profile.id }),
     backendId: t.id({ resolve: (p) => p.backend.id }),

@@ -1,11 +1,11 @@
-import { NotFoundError } from '../domain/errors.js'
+import type { Profile } from '../domain/catalog.js'
 import type { Credential } from '../domain/credentials.js'
+import { NotFoundError } from '../domain/errors.js'
 import type { ProfileInspection } from '../services/catalog-service.js'
 import { BackendRef } from './backend.js'
 import { builder } from './builder.js'
 import { DefinitionSourceEnum } from './prompt.js'
 import { SettingsOverrideInput, settingsJson } from './settings.js'
-import type { Profile } from '../domain/catalog.js'
 
 const CredentialSourceKindEnum = builder.enumType('CredentialSourceKind', {
   description: 'Where a credential comes from, highest priority first.',
@@ -42,7 +42,11 @@ export const ProfileRef = builder.objectRef<Profile>('Profile').implement({
     model: t.exposeString('model'),
     endpoint: t.string({ nullable: true, description: "Overrides the backend's base URL.", resolve: (p) => p.endpoint ?? null }),
     settings: t.field({ type: 'JSON', description: 'The profile settings layer.', resolve: (p) => settingsJson(p.settings) }),
-    credentialEnv: t.string({ nullable: true, description: 'The environment variable holding its API key (never its value).', resolve: (p) => p.credentialEnv ?? null }),
+    credentialEnv: t.string({
+      nullable: true,
+      description: 'The environment variable holding its API key (never its value).',
+      resolve: (p) => p.credentialEnv ?? null,
+    }),
     candidates: t.idList({ description: 'Failover profiles, in priority order.', resolve: (p) => p.candidates ?? [] }),
     updatedAt: t.field({ type: 'DateTime', nullable: true, description: 'Null for catalog profiles.', resolve: (p) => p.updatedAt }),
   }),
@@ -55,7 +59,11 @@ const ProfileInspectionRef = builder.objectRef<ProfileInspection>('ProfileInspec
     backend: t.field({ type: BackendRef, resolve: (i) => i.backend }),
     endpoint: t.string({ nullable: true, resolve: (i) => i.endpoint }),
     model: t.exposeString('model'),
-    settings: t.field({ type: 'JSON', description: 'Effective settings: defaults < backend < profile.', resolve: (i) => settingsJson(i.settings) }),
+    settings: t.field({
+      type: 'JSON',
+      description: 'Effective settings: defaults < backend < profile.',
+      resolve: (i) => settingsJson(i.settings),
+    }),
     credential: t.field({ type: CredentialSourceRef, resolve: (i) => i.credential }),
   }),
 })

@@ -1,8 +1,8 @@
+import type { Prompt } from '../domain/catalog.js'
 import { OUTPUT_KINDS, type OutputContract, type ParallelSpec, type Role } from '../domain/definitions.js'
 import { NotFoundError } from '../domain/errors.js'
 import { builder } from './builder.js'
 import { encodeCursor, forwardPage, PAGE_DEFAULT, PAGE_MAX, toConnection } from './paging.js'
-import type { Prompt } from '../domain/catalog.js'
 
 export const DefinitionSourceEnum = builder.enumType('DefinitionSource', {
   description: 'Where a definition comes from.',
@@ -55,7 +55,8 @@ const ParallelRef = builder.objectRef<ParallelSpec>('ParallelCandidates').implem
     select: t.field({ type: ParallelSelectEnum, resolve: (p) => p.select }),
     judgePromptId: t.exposeID('judgePromptId', {
       nullable: true,
-      description: 'For BEST_OF: a prompt given the variables input and candidates ([{ index, profileId, output }]) that answers {"best": index}.',
+      description:
+        'For BEST_OF: a prompt given the variables input and candidates ([{ index, profileId, output }]) that answers {"best": index}.',
     }),
   }),
 })
@@ -71,7 +72,10 @@ export const PromptRef = builder.objectRef<Prompt>('Prompt').implement({
     messages: t.field({ type: [ChatMessageRef], description: 'The message templates.', resolve: (p) => p.definition.messages }),
     defaultProfileId: t.id({ nullable: true, resolve: (p) => p.definition.defaultProfileId }),
     output: t.field({ type: OutputContractRef, resolve: (p) => p.definition.output }),
-    maxRepairs: t.int({ description: 'Repair generations allowed when output fails its contract.', resolve: (p) => p.definition.maxRepairs }),
+    maxRepairs: t.int({
+      description: 'Repair generations allowed when output fails its contract.',
+      resolve: (p) => p.definition.maxRepairs,
+    }),
     variables: t.exposeStringList('variables', { description: 'Variables the templates refer to, in order of first use.' }),
     parallel: t.field({ type: ParallelRef, nullable: true, resolve: (p) => p.definition.parallel ?? null }),
     updatedAt: t.field({ type: 'DateTime', resolve: (p) => p.updatedAt }),
@@ -85,7 +89,11 @@ const PromptInspectionRef = builder.objectRef<Prompt>('PromptInspection').implem
     id: t.exposeID('id'),
     version: t.exposeInt('version'),
     definitionHash: t.exposeString('definitionHash'),
-    definition: t.field({ type: 'JSON', description: 'The canonical definition that definitionHash covers.', resolve: (p) => p.definition }),
+    definition: t.field({
+      type: 'JSON',
+      description: 'The canonical definition that definitionHash covers.',
+      resolve: (p) => p.definition,
+    }),
     variables: t.exposeStringList('variables'),
   }),
 })

@@ -1,10 +1,10 @@
 import { NotFoundError, QueueFullError, SessionBusyError, SteerRejectedError } from '../domain/errors.js'
+import type { WhenBusy } from '../domain/records.js'
 import { ENTRY_STATUSES, type QueueEntryRecord, type RunRecord } from '../domain/records.js'
 import { builder } from './builder.js'
 import { ErrorCodeEnum, PREPARATION_ERRORS } from './errors.js'
 import { RunRef } from './run.js'
 import { SettingsOverrideInput } from './settings.js'
-import type { WhenBusy } from '../domain/records.js'
 
 export const EntryStatusEnum = builder.enumType('QueueEntryStatus', { values: ENTRY_STATUSES })
 
@@ -13,8 +13,11 @@ const WhenBusyEnum = builder.enumType('WhenBusy', {
   values: {
     ENQUEUE: { value: 'ENQUEUE' as WhenBusy, description: 'Queue it behind the others (default).' },
     REJECT: { value: 'REJECT' as WhenBusy, description: 'Refuse it with SessionBusyError; nothing is queued.' },
-    INTERRUPT: { value: 'INTERRUPT' as WhenBusy, description: 'Abort the running entry (its partial answer stays in the history, marked interrupted) and run this one next.' },
-    ROLLBACK: { value: 'ROLLBACK' as WhenBusy, description: "Abort the running entry, keep none of its messages, and run this one next." },
+    INTERRUPT: {
+      value: 'INTERRUPT' as WhenBusy,
+      description: 'Abort the running entry (its partial answer stays in the history, marked interrupted) and run this one next.',
+    },
+    ROLLBACK: { value: 'ROLLBACK' as WhenBusy, description: 'Abort the running entry, keep none of its messages, and run this one next.' },
   },
 })
 
@@ -56,7 +59,10 @@ export const QueueEntryRef = builder.objectRef<EntryShape>('QueueEntry').impleme
       resolve: (e, _args, ctx) => (e.runId ? ctx.services.runs.run(ctx.tenantId, e.runId) : null),
     }),
     error: t.field({ type: EntryErrorRef, nullable: true, resolve: (e) => e.error }),
-    unappliedSteerIds: t.idList({ description: 'Steers accepted but not applied before the run ended.', resolve: (e) => e.unappliedSteerIds }),
+    unappliedSteerIds: t.idList({
+      description: 'Steers accepted but not applied before the run ended.',
+      resolve: (e) => e.unappliedSteerIds,
+    }),
   }),
 })
 
@@ -82,7 +88,10 @@ const SchedulePromptInput = builder.inputType('SchedulePromptInput', {
     profileId: t.id(),
     overrides: t.field({ type: SettingsOverrideInput }),
     credentialEnv: t.string(),
-    scheduleKey: t.string({ required: true, description: 'Re-scheduling the same key before it fires replaces the prompt and restarts the debounce.' }),
+    scheduleKey: t.string({
+      required: true,
+      description: 'Re-scheduling the same key before it fires replaces the prompt and restarts the debounce.',
+    }),
     debounceMs: t.int({ description: 'Wait this long (0 to 86400000 ms, default 0) after the last re-schedule.' }),
   }),
 })
@@ -145,7 +154,8 @@ builder.mutationFields((t) => ({
   }),
   runPrompt: t.field({
     type: RunPromptPayload,
-    description: 'Enqueues a prompt and waits for its run to end, or for timeoutMs (default 60000), answering with the entry still running.',
+    description:
+      'Enqueues a prompt and waits for its run to end, or for timeoutMs (default 60000), answering with the entry still running.',
     errors: { types: ADMISSION_ERRORS },
     args: { input: t.arg({ type: EnqueuePromptInput, required: true }), timeoutMs: t.arg.int() },
     resolve: (_root, { input: { whenBusy, ...request }, timeoutMs }, ctx) =>

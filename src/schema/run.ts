@@ -1,10 +1,18 @@
 import { NotFoundError } from '../domain/errors.js'
-import { RUN_STATUSES, TERMINAL_REASONS, type Alternative, type FailoverAttempt, type OutputValidation, type RunRecord, type Usage } from '../domain/records.js'
+import type { RunFilter } from '../domain/records.js'
+import {
+  type Alternative,
+  type FailoverAttempt,
+  type OutputValidation,
+  RUN_STATUSES,
+  type RunRecord,
+  TERMINAL_REASONS,
+  type Usage,
+} from '../domain/records.js'
 import { builder } from './builder.js'
 import type { Context } from './context.js'
 import { ErrorCodeEnum } from './errors.js'
 import { encodeCursor, forwardPage, toConnection } from './paging.js'
-import type { RunFilter } from '../domain/records.js'
 
 export const RunStatusEnum = builder.enumType('RunStatus', { values: RUN_STATUSES })
 const TerminalReasonEnum = builder.enumType('TerminalReason', {
@@ -38,7 +46,8 @@ const FailoverAttemptRef = builder.objectRef<FailoverAttempt>('FailoverAttempt')
     outcome: t.field({ type: FailoverOutcomeEnum, resolve: (a) => a.outcome }),
     errorCode: t.exposeString('errorCode', {
       nullable: true,
-      description: 'RATE_LIMITED, OVERLOADED, SERVER_ERROR, NETWORK, UNAUTHORIZED, NOT_FOUND, CONTEXT_LENGTH, BAD_REQUEST or NO_CREDENTIALS.',
+      description:
+        'RATE_LIMITED, OVERLOADED, SERVER_ERROR, NETWORK, UNAUTHORIZED, NOT_FOUND, CONTEXT_LENGTH, BAD_REQUEST or NO_CREDENTIALS.',
     }),
     durationMs: t.exposeInt('durationMs'),
     attempt: t.exposeInt('attempt', { description: '1 for the first call to the candidate, 2 for its first retry, …; 0 when skipped.' }),
@@ -84,12 +93,25 @@ export const RunRef = builder.objectRef<RunRecord>('Run').implement({
     renderedHash: t.exposeString('renderedHash', { nullable: true }),
     settings: t.field({ type: 'JSON', description: 'Effective settings, secrets redacted.', resolve: (r) => r.settings }),
     output: t.exposeString('output', { nullable: true, description: 'The whole answer (partial for an aborted run); null while running.' }),
-    parsedOutput: t.field({ type: 'JSON', nullable: true, description: 'The output parsed, for JSON and JSON_SCHEMA prompts.', resolve: (r) => r.parsedOutput }),
+    parsedOutput: t.field({
+      type: 'JSON',
+      nullable: true,
+      description: 'The output parsed, for JSON and JSON_SCHEMA prompts.',
+      resolve: (r) => r.parsedOutput,
+    }),
     validation: t.field({ type: ValidationRef, nullable: true, resolve: (r) => r.validation }),
     failoverAttempts: t.field({ type: [FailoverAttemptRef], resolve: (r) => r.failoverAttempts }),
-    alternatives: t.field({ type: [AlternativeRef], description: 'For a parallel prompt: the answers not selected.', resolve: (r) => r.alternatives }),
+    alternatives: t.field({
+      type: [AlternativeRef],
+      description: 'For a parallel prompt: the answers not selected.',
+      resolve: (r) => r.alternatives,
+    }),
     usage: t.field({ type: UsageRef, nullable: true, resolve: (r) => r.usage }),
-    cost: t.float({ nullable: true, description: "USD from the catalog's per-model prices; null when a model used has no price.", resolve: (r) => r.costUsd }),
+    cost: t.float({
+      nullable: true,
+      description: "USD from the catalog's per-model prices; null when a model used has no price.",
+      resolve: (r) => r.costUsd,
+    }),
     startedAt: t.field({ type: 'DateTime', resolve: (r) => r.startedAt }),
     firstTokenAt: t.field({ type: 'DateTime', nullable: true, resolve: (r) => r.firstTokenAt }),
     finishedAt: t.field({ type: 'DateTime', nullable: true, resolve: (r) => r.finishedAt }),
@@ -147,7 +169,8 @@ const AbortRunPayload = builder.objectRef<{ aborted: boolean; run: RunRecord }>(
 builder.mutationField('abortRun', (t) =>
   t.field({
     type: AbortRunPayload,
-    description: 'Stops a run; answers once its row is durably ABORTED with the partial output and usage so far. Its queue entry ends CANCELLED.',
+    description:
+      'Stops a run; answers once its row is durably ABORTED with the partial output and usage so far. Its queue entry ends CANCELLED.',
     errors: { types: [NotFoundError] },
     args: { runId: t.arg.id({ required: true }), reason: t.arg.string({ description: 'Recorded as the error message.' }) },
     resolve: (_root, { runId, reason }, ctx) => ctx.services.runs.abortRun(ctx.tenantId, String(runId), reason ?? null),

@@ -4,7 +4,7 @@ import { builder } from './builder.js'
 import { encodeCursor, forwardPage, toConnection } from './paging.js'
 import { RoleEnum } from './prompt.js'
 import { QueueEntryRef } from './queue-entry.js'
-import { RunConnection, UsageRef, resolveRunConnection } from './run.js'
+import { RunConnection, resolveRunConnection, UsageRef } from './run.js'
 
 const SessionStatusEnum = builder.enumType('SessionStatus', {
   values: {
@@ -34,9 +34,15 @@ export const SessionRef = builder.objectRef<SessionRecord>('Session').implement(
     title: t.exposeString('title', { nullable: true }),
     defaultProfileId: t.exposeID('defaultProfileId', { nullable: true }),
     metadata: t.field({ type: 'JSON', nullable: true, resolve: (s) => s.metadata }),
-    keepHistory: t.exposeBoolean('keepHistory', { description: 'False: each prompt stands alone and runs add nothing to the conversation.' }),
+    keepHistory: t.exposeBoolean('keepHistory', {
+      description: 'False: each prompt stands alone and runs add nothing to the conversation.',
+    }),
     status: t.field({ type: SessionStatusEnum, resolve: (s, _args, ctx) => ctx.services.sessions.status(ctx.tenantId, s.id) }),
-    messages: t.field({ type: [MessageRef], description: 'The conversation so far, oldest first.', resolve: (s, _args, ctx) => ctx.services.sessions.messages(ctx.tenantId, s.id) }),
+    messages: t.field({
+      type: [MessageRef],
+      description: 'The conversation so far, oldest first.',
+      resolve: (s, _args, ctx) => ctx.services.sessions.messages(ctx.tenantId, s.id),
+    }),
     queue: t.field({
       type: [QueueEntryRef],
       description: 'Outstanding entries (and finished ones when asked), in queueSequence order.',
@@ -93,7 +99,9 @@ const CreateSessionInput = builder.inputType('CreateSessionInput', {
     title: t.string(),
     defaultProfileId: t.id({ description: 'The profile for plain input and for prompts without a default.' }),
     metadata: t.field({ type: 'JSON', description: 'A JSON object kept with the session.' }),
-    keepHistory: t.boolean({ description: 'Default true: completed runs append their messages and later prompts see them. False: every prompt stands alone.' }),
+    keepHistory: t.boolean({
+      description: 'Default true: completed runs append their messages and later prompts see them. False: every prompt stands alone.',
+    }),
   }),
 })
 
@@ -114,7 +122,8 @@ builder.mutationFields((t) => ({
   }),
   deleteSession: t.field({
     type: DeleteSessionPayload,
-    description: 'Cancels the whole queue of the session (aborting its running entry), then deletes it and its messages. Runs stay as records.',
+    description:
+      'Cancels the whole queue of the session (aborting its running entry), then deletes it and its messages. Runs stay as records.',
     errors: { types: [NotFoundError] },
     args: { id: t.arg.id({ required: true }) },
     resolve: async (_root, { id }, ctx) => ({ deletedId: await ctx.services.sessions.delete(ctx.tenantId, String(id)) }),

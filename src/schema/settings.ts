@@ -1,5 +1,5 @@
 import type { SettingsLayer } from '../domain/definitions.js'
-import { redactSettings, type EffectiveSettings } from '../domain/settings.js'
+import { type EffectiveSettings, redactSettings } from '../domain/settings.js'
 import { builder } from './builder.js'
 
 export const SettingsOverrideInput = builder.inputType('SettingsOverrideInput', {

@@ -1,10 +1,10 @@
 import type { CapacityPools, CapacitySnapshot } from '../capacity/capacity-pool.js'
 import type { Catalog } from '../catalog/catalog.js'
+import type { Backend, Profile, Prompt } from '../domain/catalog.js'
+import type { SecretLookup } from '../domain/credentials.js'
 import { idSchema, parseInput, profileSchema, promptSchema, toPromptDefinition } from '../domain/definitions.js'
 import { InvalidRequestError, NotFoundError } from '../domain/errors.js'
-import type { SecretLookup } from '../domain/credentials.js'
-import { profileTarget, type ProfileTarget } from '../runner/prepare.js'
-import type { Backend, Profile, Prompt } from '../domain/catalog.js'
+import { type ProfileTarget, profileTarget } from '../runner/prepare.js'
 
 export interface ProfileInspection extends ProfileTarget {
   profile: Profile

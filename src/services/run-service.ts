@@ -1,14 +1,13 @@
 import { z } from 'zod'
 import { envNameSchema, idSchema, parseInput, settingsLayerSchema } from '../domain/definitions.js'
 import { NotFoundError } from '../domain/errors.js'
-import type { SessionEventBus } from '../events/event-bus.js'
 import type { SessionEvent } from '../domain/events.js'
+import type { QueueEntryRecord, QueueEntryView, RunCursor, RunFilter, RunRecord, RunRequest, WhenBusy } from '../domain/records.js'
+import type { SessionEventBus } from '../events/event-bus.js'
 import type { PromptQueue } from '../queue/prompt-queue.js'
 import type { PreparedPrompt, PrepareRequest, PromptPreparer } from '../runner/prepare.js'
-import type { QueueEntryRecord, RunRecord, RunRequest } from '../domain/records.js'
 import type { Store } from '../store/store.js'
 import type { SessionService } from './session-service.js'
-import type { QueueEntryView, RunCursor, RunFilter, WhenBusy } from '../domain/records.js'
 
 const MAX_TEXT = 1024 * 1024
 
@@ -73,7 +72,12 @@ export class RunService {
   }
 
   /** Enqueues and waits for the run to end, or for `timeoutMs` (answering with the entry still running). */
-  async runPrompt(tenantId: string, input: Record<string, unknown>, whenBusy: WhenBusy, timeoutMs: number): Promise<{ entry: QueueEntryView; run: RunRecord | null }> {
+  async runPrompt(
+    tenantId: string,
+    input: Record<string, unknown>,
+    whenBusy: WhenBusy,
+    timeoutMs: number,
+  ): Promise<{ entry: QueueEntryView; run: RunRecord | null }> {
     const admitted = await this.enqueue(tenantId, input, whenBusy)
     await this.queue.waitForEntry(admitted.queueId, Math.min(Math.max(timeoutMs, 0), 3_600_000))
     const entry = await this.queueEntry(tenantId, admitted.sessionId, admitted.queueId)
@@ -84,7 +88,13 @@ export class RunService {
     const { scheduleKey, debounceMs, ...rest } = input
     const schedule = parseInput(scheduleSchema, { scheduleKey, debounceMs }, 'input')
     const { sessionId, request } = await this.check(tenantId, rest)
-    return this.queue.admit({ tenantId, sessionId, request, whenBusy: 'ENQUEUE', schedule: { key: schedule.scheduleKey, debounceMs: schedule.debounceMs ?? 0 } })
+    return this.queue.admit({
+      tenantId,
+      sessionId,
+      request,
+      whenBusy: 'ENQUEUE',
+      schedule: { key: schedule.scheduleKey, debounceMs: schedule.debounceMs ?? 0 },
+    })
   }
 
   async cancelScheduled(tenantId: string, sessionId: string, scheduleKey: string): Promise<boolean> {

@@ -3,13 +3,12 @@ import { z } from 'zod'
 import type { Catalog } from '../catalog/catalog.js'
 import { idSchema, parseInput } from '../domain/definitions.js'
 import { InvalidRequestError, NotFoundError } from '../domain/errors.js'
+import type { MessageRecord, QueueEntryView, SessionRecord, SessionStatus } from '../domain/records.js'
 import type { PromptQueue } from '../queue/prompt-queue.js'
 import { isUniqueViolation } from '../store/errors.js'
-import type { MessageRecord, SessionRecord } from '../domain/records.js'
 import type { SessionMemory } from '../store/session-memory.js'
 import type { SessionCursor } from '../store/session-store.js'
 import type { Store } from '../store/store.js'
-import type { QueueEntryView, SessionStatus } from '../domain/records.js'
 
 const createSessionSchema = z.strictObject({
   id: idSchema.nullish(),

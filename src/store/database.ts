@@ -36,10 +36,7 @@ export async function openDatabase(url: string): Promise<Database> {
     await db.$executeRawUnsafe('PRAGMA busy_timeout=5000')
     await db.$executeRawUnsafe('PRAGMA foreign_keys=ON')
   } else {
-    const [{ PrismaClient }, { PrismaPg }] = await Promise.all([
-      import('../generated/pg/client.js'),
-      import('@prisma/adapter-pg'),
-    ])
+    const [{ PrismaClient }, { PrismaPg }] = await Promise.all([import('../generated/pg/client.js'), import('@prisma/adapter-pg')])
     db = new PrismaClient({ adapter: new PrismaPg({ connectionString: url }) }) as unknown as Db
     await db.$connect()
   }

@@ -3,7 +3,15 @@ import type { SessionEvent } from '../domain/events.js'
 import type { Db } from './database.js'
 import type { RawWriter } from './raw-writer.js'
 
-const select = { tenantId: true, sessionId: true, sequence: true, runId: true, type: true, payload: true, at: true } satisfies Prisma.RunEventSelect
+const select = {
+  tenantId: true,
+  sessionId: true,
+  sequence: true,
+  runId: true,
+  type: true,
+  payload: true,
+  at: true,
+} satisfies Prisma.RunEventSelect
 type Row = Prisma.RunEventGetPayload<{ select: typeof select }>
 
 const toEvent = (row: Row): SessionEvent =>
@@ -30,8 +38,17 @@ export class EventStore {
 
   /** Writes a batch in few statements (the raw writer: this is the busiest table). */
   async append(events: readonly SessionEvent[]): Promise<void> {
-    const rows = events.map(({ tenantId, sessionId, sequence, runId, at, type, ...payload }) => ({ tenantId, sessionId, sequence, runId, type, at: new Date(at), payload }))
-    for (let i = 0; i < rows.length; i += ROWS_PER_STATEMENT) await this.raw.insert('RunEvent', rows.slice(i, i + ROWS_PER_STATEMENT), JSON_COLUMNS)
+    const rows = events.map(({ tenantId, sessionId, sequence, runId, at, type, ...payload }) => ({
+      tenantId,
+      sessionId,
+      sequence,
+      runId,
+      type,
+      at: new Date(at),
+      payload,
+    }))
+    for (let i = 0; i < rows.length; i += ROWS_PER_STATEMENT)
+      await this.raw.insert('RunEvent', rows.slice(i, i + ROWS_PER_STATEMENT), JSON_COLUMNS)
   }
 
   /** Events of a session after `afterSequence`, in order, at most `limit`. */
@@ -57,7 +74,11 @@ export class EventStore {
   }
 
   async maxSequence(tenantId: string, sessionId: string): Promise<number> {
-    const row = await this.db.runEvent.findFirst({ where: { tenantId, sessionId }, orderBy: { sequence: 'desc' }, select: { sequence: true } })
+    const row = await this.db.runEvent.findFirst({
+      where: { tenantId, sessionId },
+      orderBy: { sequence: 'desc' },
+      select: { sequence: true },
+    })
     return row?.sequence ?? 0
   }
 }

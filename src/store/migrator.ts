@@ -1,5 +1,5 @@
 import { createHash, randomUUID } from 'node:crypto'
-import { readdirSync, readFileSync, existsSync } from 'node:fs'
+import { existsSync, readdirSync, readFileSync } from 'node:fs'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { Database } from './database.js'
@@ -91,10 +91,11 @@ export async function migrate(database: Database, migrations = listMigrations(da
   const param = (n: number) => (provider === 'sqlite' ? '?' : `$${n}`)
   // SQLite serializes the CREATE itself; PostgreSQL races on it unless it is under the lock
   if (provider === 'sqlite') await db.$executeRawUnsafe(CREATE_TABLE.sqlite)
-  else await db.$transaction(async (tx) => {
-    await tx.$queryRawUnsafe(`SELECT pg_advisory_xact_lock(${PRISMA_LOCK_ID})::text AS locked`)
-    await tx.$executeRawUnsafe(CREATE_TABLE.postgresql)
-  })
+  else
+    await db.$transaction(async (tx) => {
+      await tx.$queryRawUnsafe(`SELECT pg_advisory_xact_lock(${PRISMA_LOCK_ID})::text AS locked`)
+      await tx.$executeRawUnsafe(CREATE_TABLE.postgresql)
+    })
 
   const applied: string[] = []
   for (const migration of migrations) {
@@ -109,7 +110,9 @@ export async function migrate(database: Database, migrations = listMigrations(da
       }
       if (live.length > 0) {
         if (live[0]!.checksum !== migration.checksum) {
-          throw new Error(`migration ${migration.name} was changed after it was applied: restore prisma/migrations/${provider}/${migration.name}`)
+          throw new Error(
+            `migration ${migration.name} was changed after it was applied: restore prisma/migrations/${provider}/${migration.name}`,
+          )
         }
         return false
       }

@@ -1,7 +1,7 @@
 import type { Prisma } from '@db/client'
+import { type EntryStatus, type QueueEntryRecord, type RunRequest, TERMINAL_ENTRY_STATUSES } from '../domain/records.js'
 import type { Db } from './database.js'
 import type { RawWriter } from './raw-writer.js'
-import { TERMINAL_ENTRY_STATUSES, type EntryStatus, type QueueEntryRecord, type RunRequest } from '../domain/records.js'
 
 const select = {
   id: true,
@@ -76,7 +76,14 @@ export class QueueStore {
   ) {}
 
   insert(entry: QueueEntryRecord): Promise<void> {
-    const row = { id: entry.queueId, tenantId: entry.tenantId, sessionId: entry.sessionId, queueSequence: entry.queueSequence, queuedAt: new Date(entry.queuedAt), ...toData(entry) }
+    const row = {
+      id: entry.queueId,
+      tenantId: entry.tenantId,
+      sessionId: entry.sessionId,
+      queueSequence: entry.queueSequence,
+      queuedAt: new Date(entry.queuedAt),
+      ...toData(entry),
+    }
     return this.raw.insert('QueueEntry', [row], JSON_COLUMNS)
   }
 
@@ -101,7 +108,11 @@ export class QueueStore {
   }
 
   async maxQueueSequence(tenantId: string, sessionId: string): Promise<number> {
-    const row = await this.db.queueEntry.findFirst({ where: { tenantId, sessionId }, orderBy: { queueSequence: 'desc' }, select: { queueSequence: true } })
+    const row = await this.db.queueEntry.findFirst({
+      where: { tenantId, sessionId },
+      orderBy: { queueSequence: 'desc' },
+      select: { queueSequence: true },
+    })
     return row?.queueSequence ?? 0
   }
 

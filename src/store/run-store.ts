@@ -1,8 +1,16 @@
 import type { Prisma } from '@db/client'
+import type {
+  Alternative,
+  FailoverAttempt,
+  OutputValidation,
+  RunCursor,
+  RunFilter,
+  RunRecord,
+  RunStatus,
+  TerminalReason,
+} from '../domain/records.js'
 import type { Db } from './database.js'
 import type { RawWriter } from './raw-writer.js'
-import type { Alternative, FailoverAttempt, OutputValidation, RunRecord, RunStatus, TerminalReason } from '../domain/records.js'
-import type { RunCursor, RunFilter } from '../domain/records.js'
 
 const select = {
   id: true,
@@ -94,7 +102,14 @@ export class RunStore {
   ) {}
 
   insert(run: RunRecord): Promise<void> {
-    const row = { id: run.id, tenantId: run.tenantId, sessionId: run.sessionId, queueId: run.queueId, startedAt: new Date(run.startedAt), ...toData(run) }
+    const row = {
+      id: run.id,
+      tenantId: run.tenantId,
+      sessionId: run.sessionId,
+      queueId: run.queueId,
+      startedAt: new Date(run.startedAt),
+      ...toData(run),
+    }
     return this.raw.insert('Run', [row], JSON_COLUMNS)
   }
 

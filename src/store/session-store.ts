@@ -1,6 +1,6 @@
 import type { Prisma } from '@db/client'
-import type { Db } from './database.js'
 import type { MessageRecord, SessionRecord } from '../domain/records.js'
+import type { Db } from './database.js'
 
 const sessionSelect = {
   tenantId: true,
@@ -46,7 +46,14 @@ export class SessionStore {
     return row && toSession(row)
   }
 
-  async create(input: { tenantId: string; id: string; title: string | null; defaultProfileId: string | null; metadata: unknown; keepHistory: boolean }): Promise<SessionRecord> {
+  async create(input: {
+    tenantId: string
+    id: string
+    title: string | null
+    defaultProfileId: string | null
+    metadata: unknown
+    keepHistory: boolean
+  }): Promise<SessionRecord> {
     const row = await this.db.session.create({
       data: {
         tenantId: input.tenantId,

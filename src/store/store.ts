@@ -1,6 +1,6 @@
-import { openDatabase, type Database } from './database.js'
-import { migrate } from './migrator.js'
+import { type Database, openDatabase } from './database.js'
 import { EventStore } from './event-store.js'
+import { migrate } from './migrator.js'
 import { ProfileStore } from './profile-store.js'
 import { PromptStore } from './prompt-store.js'
 import { QueueStore } from './queue-store.js'

@@ -1,9 +1,9 @@
 import path from 'node:path'
-import { print } from 'graphql'
 import type { TypedDocumentNode } from '@graphql-typed-document-node/core'
-import { createLogger } from '../../src/domain/logger.js'
-import { createApp, type App } from '../../src/server/app.js'
+import { print } from 'graphql'
 import { PROJECT_ROOT } from '../../src/config.js'
+import { createLogger } from '../../src/domain/logger.js'
+import { type App, createApp } from '../../src/server/app.js'
 import { createTestDatabase, type TestDatabase } from './databases.js'
 
 export const DEFAULT_CATALOG = path.join(PROJECT_ROOT, 'catalog')

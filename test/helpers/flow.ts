@@ -1,11 +1,11 @@
-import type { TestServer } from './server.js'
 import {
   CreateSessionDocument,
   EnqueuePromptDocument,
-  QueueEntryDocument,
   type EnqueuePromptInput,
+  QueueEntryDocument,
   type QueueEntryStatus,
 } from '../generated/graphql.js'
+import type { TestServer } from './server.js'
 
 /** Creates a session with the fake-echo default profile and returns its id. */
 export async function createSession(t: TestServer, id: string): Promise<string> {

@@ -1,11 +1,11 @@
-import { print } from 'graphql'
 import type { TypedDocumentNode } from '@graphql-typed-document-node/core'
+import { print } from 'graphql'
 import type { Client } from 'graphql-ws'
 import { createLogger } from '../../src/domain/logger.js'
 import { FakeModelClient } from '../../src/providers/fake-client.js'
 import type { GenerateRequest, ModelClient } from '../../src/providers/model-client.js'
-import { createApp, type App, type AppOptions } from '../../src/server/app.js'
-import { startHttpServer, type HttpServer } from '../../src/server/http.js'
+import { type App, type AppOptions, createApp } from '../../src/server/app.js'
+import { type HttpServer, startHttpServer } from '../../src/server/http.js'
 import { DEFAULT_CATALOG, type GraphQLResponse } from './app.js'
 import { createTestDatabase, type TestDatabase } from './databases.js'
 import { wsClient } from './ws-client.js'
@@ -111,7 +111,13 @@ export async function startTestServer(options: {
     ? createLogger('debug', (line) => options.logLines!.push(line))
     : createLogger(process.env.TEST_LOG_LEVEL === 'debug' ? 'debug' : process.env.TEST_LOG_LEVEL === 'error' ? 'error' : 'silent')
   const app = await createApp(
-    { databaseUrl: database.url, catalogDir: DEFAULT_CATALOG, shutdownGraceMs: 0, ...options.app, clients: { FAKE: model, ...options.app?.clients } },
+    {
+      databaseUrl: database.url,
+      catalogDir: DEFAULT_CATALOG,
+      shutdownGraceMs: 0,
+      ...options.app,
+      clients: { FAKE: model, ...options.app?.clients },
+    },
     (name) => secrets[name],
     logger,
   )
@@ -126,7 +132,8 @@ export async function startTestServer(options: {
     client,
     async request(document, variables) {
       let result: GraphQLResponse<never> | undefined
-      for await (const next of client.iterate({ query: print(document), variables: variables as Record<string, unknown> })) result = next as never
+      for await (const next of client.iterate({ query: print(document), variables: variables as Record<string, unknown> }))
+        result = next as never
       return result!
     },
     subscribe(document, variables, subscriber = client) {

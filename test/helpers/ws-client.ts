@@ -1,6 +1,6 @@
-import { print } from 'graphql'
 import type { TypedDocumentNode } from '@graphql-typed-document-node/core'
-import { createClient, type Client } from 'graphql-ws'
+import { print } from 'graphql'
+import { type Client, createClient } from 'graphql-ws'
 import WebSocket from 'ws'
 import type { GraphQLResponse } from './app.js'
 

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
   BackendsDocument,
-  DeletePromptDocument,
   DeleteProfileDocument,
+  DeletePromptDocument,
   InspectProfileDocument,
   InspectPromptDocument,
   PreparePromptDocument,
@@ -22,7 +22,9 @@ describe.each(providers)('catalog and preparation over GraphQL (%s)', (provider)
   })
   afterAll(() => t?.close())
 
-  const promptCount = async () => (await t.app.store.provider, (await t.execute(PromptsDocument, { first: 200 })).data!.prompts.edges.length)
+  const promptCount = async () => (
+    await t.app.store.provider, (await t.execute(PromptsDocument, { first: 200 })).data!.prompts.edges.length
+  )
 
   it('prepares the shipped chat prompt with fake-echo: two messages, both hashes, effective settings', async () => {
     const { data, errors } = await t.execute(PreparePromptDocument, { input: { promptId: 'chat', variables: { input: 'hi' } } })
@@ -53,7 +55,9 @@ describe.each(providers)('catalog and preparation over GraphQL (%s)', (provider)
   })
 
   it('answers a wrongly typed variable with INVALID_REQUEST', async () => {
-    const { errors } = await t.execute(PreparePromptDocument, { input: { promptId: 'chat', overrides: { maxTokens: 'many' as unknown as number } } })
+    const { errors } = await t.execute(PreparePromptDocument, {
+      input: { promptId: 'chat', overrides: { maxTokens: 'many' as unknown as number } },
+    })
     expect(errors?.[0]?.extensions?.code).toBe('INVALID_REQUEST')
   })
 
@@ -86,9 +90,17 @@ describe.each(providers)('catalog and preparation over GraphQL (%s)', (provider)
   })
 
   it('creates a prompt, bumps its version only when the definition changes, and deletes it', async () => {
-    const input = { id: 'greet', description: 'v1', messages: [{ role: 'USER' as const, content: 'Hello {{name}}' }], defaultProfileId: 'fake-echo' }
+    const input = {
+      id: 'greet',
+      description: 'v1',
+      messages: [{ role: 'USER' as const, content: 'Hello {{name}}' }],
+      defaultProfileId: 'fake-echo',
+    }
     const created = await t.execute(UpsertPromptDocument, { input })
-    expect(created.data!.upsertPrompt).toMatchObject({ __typename: 'UpsertPromptPayload', prompt: { id: 'greet', version: 1, source: 'API' } })
+    expect(created.data!.upsertPrompt).toMatchObject({
+      __typename: 'UpsertPromptPayload',
+      prompt: { id: 'greet', version: 1, source: 'API' },
+    })
 
     const described = await t.execute(UpsertPromptDocument, { input: { ...input, description: 'same definition' } })
     expect(described.data!.upsertPrompt).toMatchObject({ prompt: { version: 1, description: 'same definition' } })
@@ -110,7 +122,9 @@ describe.each(providers)('catalog and preparation over GraphQL (%s)', (provider)
   })
 
   it('shadows a catalog prompt with a tenant one and reveals it again on delete', async () => {
-    const shadow = await t.execute(UpsertPromptDocument, { input: { id: 'chat', messages: [{ role: 'USER', content: 'Echo: {{input}}' }], defaultProfileId: 'fake-echo' } })
+    const shadow = await t.execute(UpsertPromptDocument, {
+      input: { id: 'chat', messages: [{ role: 'USER', content: 'Echo: {{input}}' }], defaultProfileId: 'fake-echo' },
+    })
     expect(shadow.data!.upsertPrompt).toMatchObject({ prompt: { id: 'chat', version: 2, source: 'API' } })
     const prepared = await t.execute(PreparePromptDocument, { input: { promptId: 'chat', variables: { input: 'x' } } })
     expect(prepared.data!.preparePrompt.messages).toEqual([{ role: 'USER', content: 'Echo: x' }])
@@ -125,10 +139,22 @@ describe.each(providers)('catalog and preparation over GraphQL (%s)', (provider)
     ['a bad id', { id: 'bad id', messages: [{ role: 'USER', content: 'x' }] }, 'InvalidRequestError'],
     ['no messages', { id: 'empty', messages: [] }, 'InvalidRequestError'],
     ['a broken template', { id: 'broken', messages: [{ role: 'USER', content: '{{ a b }}' }] }, 'InvalidRequestError'],
-    ['a schema on a TEXT contract', { id: 'text-schema', messages: [{ role: 'USER', content: 'x' }], output: { kind: 'TEXT', schema: { type: 'object' } } }, 'InvalidRequestError'],
-    ['an invalid JSON Schema', { id: 'bad-schema', messages: [{ role: 'USER', content: 'x' }], output: { kind: 'JSON_SCHEMA', schema: { type: 12 } } }, 'InvalidRequestError'],
+    [
+      'a schema on a TEXT contract',
+      { id: 'text-schema', messages: [{ role: 'USER', content: 'x' }], output: { kind: 'TEXT', schema: { type: 'object' } } },
+      'InvalidRequestError',
+    ],
+    [
+      'an invalid JSON Schema',
+      { id: 'bad-schema', messages: [{ role: 'USER', content: 'x' }], output: { kind: 'JSON_SCHEMA', schema: { type: 12 } } },
+      'InvalidRequestError',
+    ],
     ['too many repairs', { id: 'repairs', messages: [{ role: 'USER', content: 'x' }], maxRepairs: 99 }, 'InvalidRequestError'],
-    ['an unknown default profile', { id: 'orphan', messages: [{ role: 'USER', content: 'x' }], defaultProfileId: 'ghost' }, 'NotFoundError'],
+    [
+      'an unknown default profile',
+      { id: 'orphan', messages: [{ role: 'USER', content: 'x' }], defaultProfileId: 'ghost' },
+      'NotFoundError',
+    ],
   ] as const)('refuses a prompt with %s and writes nothing', async (_name, input, typename) => {
     const before = await promptCount()
     const { data } = await t.execute(UpsertPromptDocument, { input: input as never })
@@ -143,7 +169,10 @@ describe.each(providers)('catalog and preparation over GraphQL (%s)', (provider)
     const created = await t.execute(UpsertProfileDocument, {
       input: { id: 'cold', backendId: 'fake', model: 'echo', settings: { temperature: 0, extra: { seed: 7 } }, candidates: ['fake-echo'] },
     })
-    expect(created.data!.upsertProfile).toMatchObject({ __typename: 'UpsertProfilePayload', profile: { id: 'cold', source: 'API', candidates: ['fake-echo'] } })
+    expect(created.data!.upsertProfile).toMatchObject({
+      __typename: 'UpsertProfilePayload',
+      profile: { id: 'cold', source: 'API', candidates: ['fake-echo'] },
+    })
 
     const profiles = (await t.execute(ProfilesDocument)).data!.profiles
     expect(profiles.map((p) => p.id)).toEqual(['anthropic-default', 'cold', 'fake-echo', 'openai-default'])
@@ -156,11 +185,18 @@ describe.each(providers)('catalog and preparation over GraphQL (%s)', (provider)
     expect(openai.credential).toEqual({ source: 'BACKEND_ENV', name: 'OPENAI_API_KEY', available: false })
     expect(openai.settings).toMatchObject({ temperature: 0.7 })
 
-    const prepared = await t.execute(PreparePromptDocument, { input: { promptId: 'chat', profileId: 'cold', variables: { input: 'x' }, overrides: { temperature: 1 } } })
+    const prepared = await t.execute(PreparePromptDocument, {
+      input: { promptId: 'chat', profileId: 'cold', variables: { input: 'x' }, overrides: { temperature: 1 } },
+    })
     expect(prepared.data!.preparePrompt.settings).toMatchObject({ temperature: 1, extra: { seed: 7 } })
 
-    expect((await t.execute(DeleteProfileDocument, { id: 'cold' })).data!.deleteProfile).toEqual({ __typename: 'DeleteProfilePayload', deletedId: 'cold' })
-    expect((await t.execute(DeleteProfileDocument, { id: 'fake-echo' })).data!.deleteProfile).toMatchObject({ __typename: 'InvalidRequestError' })
+    expect((await t.execute(DeleteProfileDocument, { id: 'cold' })).data!.deleteProfile).toEqual({
+      __typename: 'DeleteProfilePayload',
+      deletedId: 'cold',
+    })
+    expect((await t.execute(DeleteProfileDocument, { id: 'fake-echo' })).data!.deleteProfile).toMatchObject({
+      __typename: 'InvalidRequestError',
+    })
   })
 
   it.each([

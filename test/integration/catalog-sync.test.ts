@@ -1,5 +1,5 @@
-import { afterAll, describe, expect, it } from 'vitest'
 import { print } from 'graphql'
+import { afterAll, describe, expect, it } from 'vitest'
 import { createLogger } from '../../src/domain/logger.js'
 import { createApp } from '../../src/server/app.js'
 import { PromptDocument, PromptsDocument } from '../generated/graphql.js'
@@ -7,7 +7,8 @@ import { BACKENDS_YAML, catalogDir } from '../helpers/catalog-dir.js'
 import { createTestDatabase, providers, type TestDatabase } from '../helpers/databases.js'
 
 const profiles = `profiles:\n  - id: fake-echo\n    backendId: fake\n    model: echo\n`
-const prompt = (content: string, extra = '') => `prompts:\n  - id: greet\n    messages:\n      - role: user\n        content: "${content}"\n${extra}`
+const prompt = (content: string, extra = '') =>
+  `prompts:\n  - id: greet\n    messages:\n      - role: user\n        content: "${content}"\n${extra}`
 
 describe.each(providers)('catalog files across restarts (%s)', (provider) => {
   let database: TestDatabase
@@ -22,7 +23,15 @@ describe.each(providers)('catalog files across restarts (%s)', (provider) => {
     )
     try {
       const ask = async (document: typeof PromptDocument | typeof PromptsDocument, variables: object) =>
-        (await (await app.yoga.fetch('http://t/graphql', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query: print(document), variables }) })).json()).data
+        (
+          await (
+            await app.yoga.fetch('http://t/graphql', {
+              method: 'POST',
+              headers: { 'content-type': 'application/json' },
+              body: JSON.stringify({ query: print(document), variables }),
+            })
+          ).json()
+        ).data
       const greet = (await ask(PromptDocument, { id: 'greet' })).prompt
       const ids = (await ask(PromptsDocument, {})).prompts.edges.map((e: { node: { id: string } }) => e.node.id)
       return { greet, ids }
@@ -36,7 +45,9 @@ describe.each(providers)('catalog files across restarts (%s)', (provider) => {
     const first = await boot(prompt('Hello {{name}}'))
     expect(first.greet).toMatchObject({ version: 1, source: 'CATALOG' })
 
-    const relaidOut = await boot(`# same prompt, other layout\nprompts:\n- {id: greet, messages: [{content: "Hello {{name}}", role: USER}]}\n`)
+    const relaidOut = await boot(
+      `# same prompt, other layout\nprompts:\n- {id: greet, messages: [{content: "Hello {{name}}", role: USER}]}\n`,
+    )
     expect(relaidOut.greet).toMatchObject({ version: 1, definitionHash: first.greet.definitionHash })
 
     const changed = await boot(prompt('Hi {{name}}'))

@@ -1,6 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { AbortRunDocument, BackendCapacityDocument, EnqueuePromptDocument, RunDetailsDocument, RunTokensDocument, SessionTotalsDocument } from '../generated/graphql.js'
 import { FakeVendorServer } from '../fixtures/fake-vendor.js'
+import {
+  AbortRunDocument,
+  BackendCapacityDocument,
+  EnqueuePromptDocument,
+  RunDetailsDocument,
+  RunTokensDocument,
+  SessionTotalsDocument,
+} from '../generated/graphql.js'
 import { catalogDir } from '../helpers/catalog-dir.js'
 import { providers } from '../helpers/databases.js'
 import { createSession, enqueue, waitForEntry } from '../helpers/flow.js'
@@ -8,7 +15,12 @@ import { startTestServer, type TestServer } from '../helpers/server.js'
 
 const OA_KEY = 'sk-openai-secret-0123456789'
 const AN_KEY = 'sk-ant-secret-9876543210'
-const PERSON_SCHEMA = { type: 'object', required: ['name', 'age'], additionalProperties: false, properties: { name: { type: 'string' }, age: { type: 'integer' } } }
+const PERSON_SCHEMA = {
+  type: 'object',
+  required: ['name', 'age'],
+  additionalProperties: false,
+  properties: { name: { type: 'string' }, age: { type: 'integer' } },
+}
 
 function catalog(openai: FakeVendorServer, anthropic: FakeVendorServer): string {
   const retry = '{ maxAttempts: 3, baseDelayMs: 5, maxDelayMs: 2000 }'
@@ -137,7 +149,13 @@ describe.each(providers)('generation with real vendor clients (%s)', (provider) 
   it('fails over to the next candidate after a 500 that persists', async () => {
     openai.script({ status: 500 }, { status: 500 }, { status: 500 })
     const { run: r } = await run({ input: 'from the backup', profileId: 'oa-main' })
-    expect(r).toMatchObject({ status: 'COMPLETED', output: 'from the backup', profileId: 'an-plain', backendId: 'an', model: 'claude-test' })
+    expect(r).toMatchObject({
+      status: 'COMPLETED',
+      output: 'from the backup',
+      profileId: 'an-plain',
+      backendId: 'an',
+      model: 'claude-test',
+    })
     expect(r.failoverAttempts.map((a) => [a.profileId, a.outcome, a.errorCode])).toEqual([
       ['oa-main', 'FAILED', 'SERVER_ERROR'],
       ['oa-main', 'FAILED', 'SERVER_ERROR'],
@@ -196,7 +214,9 @@ describe.each(providers)('generation with real vendor clients (%s)', (provider) 
     try {
       const before = openai.requests.length
       const [a, b] = [await createSession(t, 'serial-a'), await createSession(t, 'serial-b')]
-      const entries = await Promise.all([a, b].map((s) => enqueue(t, { sessionId: s, input: 'one two three four five six', profileId: 'serial' })))
+      const entries = await Promise.all(
+        [a, b].map((s) => enqueue(t, { sessionId: s, input: 'one two three four five six', profileId: 'serial' })),
+      )
       await Promise.all(entries.map((e, i) => waitForEntry(t, [a, b][i]!, e.queueId, ['COMPLETED'])))
       const [first, second] = openai.requests.slice(before).sort((x, y) => x.startedAt - y.startedAt)
       expect(second!.startedAt).toBeGreaterThanOrEqual(first!.finishedAt!)
@@ -234,15 +254,33 @@ describe.each(providers)('generation with real vendor clients (%s)', (provider) 
     openai.script({ tokens: ['not ', 'json'] }, { tokens: ['{"name": "Ada", ', '"age": 36}'] })
     const before = openai.requests.length
     const { run: r } = await run({ promptId: 'person', input: 'Ada is 36' })
-    expect(r).toMatchObject({ status: 'COMPLETED', output: '{"name": "Ada", "age": 36}', parsedOutput: { name: 'Ada', age: 36 }, validation: { valid: true, errors: [], attempts: 2 } })
+    expect(r).toMatchObject({
+      status: 'COMPLETED',
+      output: '{"name": "Ada", "age": 36}',
+      parsedOutput: { name: 'Ada', age: 36 },
+      validation: { valid: true, errors: [], attempts: 2 },
+    })
     const repair = openai.requests.slice(before)[1]!
     expect(repair.body.messages.at(-2)).toEqual({ role: 'assistant', content: 'not json' })
     expect(repair.body.messages.at(-1).content).toMatch(/not valid JSON/)
     const tokens = t.subscribe(RunTokensDocument, { runId: r.id })
     await tokens.done()
-    const deltas = tokens.results.map((e) => e.data!.runEvents).filter((e) => e.__typename === 'TokenDeltaEvent') as { text: string; attempt: number }[]
-    expect(deltas.filter((d) => d.attempt === 0).map((d) => d.text).join('')).toBe('not json')
-    expect(deltas.filter((d) => d.attempt === 1).map((d) => d.text).join('')).toBe(r.output)
+    const deltas = tokens.results.map((e) => e.data!.runEvents).filter((e) => e.__typename === 'TokenDeltaEvent') as {
+      text: string
+      attempt: number
+    }[]
+    expect(
+      deltas
+        .filter((d) => d.attempt === 0)
+        .map((d) => d.text)
+        .join(''),
+    ).toBe('not json')
+    expect(
+      deltas
+        .filter((d) => d.attempt === 1)
+        .map((d) => d.text)
+        .join(''),
+    ).toBe(r.output)
   })
 
   it('ends valid = false after exactly maxRepairs repairs of an answer that never fits', async () => {
@@ -267,8 +305,16 @@ describe.each(providers)('generation with real vendor clients (%s)', (provider) 
     expect(openai.requests.at(-1)!.closedByClient).toBe(true)
     const tokens = t.subscribe(RunTokensDocument, { runId: r.id })
     await tokens.done()
-    const deltas = tokens.results.map((e) => e.data!.runEvents).filter((e) => e.__typename === 'TokenDeltaEvent') as { text: string; candidate: string | null }[]
-    expect(deltas.filter((d) => d.candidate === 'an-plain').map((d) => d.text).join('')).toBe(r.output)
+    const deltas = tokens.results.map((e) => e.data!.runEvents).filter((e) => e.__typename === 'TokenDeltaEvent') as {
+      text: string
+      candidate: string | null
+    }[]
+    expect(
+      deltas
+        .filter((d) => d.candidate === 'an-plain')
+        .map((d) => d.text)
+        .join(''),
+    ).toBe(r.output)
     expect(deltas.some((d) => d.candidate === 'oa-plain')).toBe(true)
   })
 
@@ -277,7 +323,9 @@ describe.each(providers)('generation with real vendor clients (%s)', (provider) 
     const { run: r } = await run({ promptId: 'contest', input: 'two ways' })
     const details = (await t.request(RunDetailsDocument, { id: r.id })).data!.run!
     expect(details).toMatchObject({ status: 'COMPLETED', profileId: 'an-second', model: 'claude-second', output: 'two ways' })
-    expect(details.alternatives).toEqual([expect.objectContaining({ profileId: 'an-plain', status: 'COMPLETED', output: 'two ways', valid: true })])
+    expect(details.alternatives).toEqual([
+      expect.objectContaining({ profileId: 'an-plain', status: 'COMPLETED', output: 'two ways', valid: true }),
+    ])
     const judged = openai.requests.at(-1)!.body.messages.at(-1).content as string
     expect(judged).toContain('"profileId":"an-plain"')
     expect(judged).toContain('"profileId":"an-second"')
@@ -287,14 +335,18 @@ describe.each(providers)('generation with real vendor clients (%s)', (provider) 
 
   it('refuses a setting the vendor does not take at admission', async () => {
     const s = await createSession(t, 'unsupported')
-    const { data } = await t.request(EnqueuePromptDocument, { input: { sessionId: s, input: 'x', profileId: 'an-plain', overrides: { reasoningEffort: 'high' } } })
+    const { data } = await t.request(EnqueuePromptDocument, {
+      input: { sessionId: s, input: 'x', profileId: 'an-plain', overrides: { reasoningEffort: 'high' } },
+    })
     expect(data!.enqueuePrompt).toMatchObject({ __typename: 'InvalidRequestError', code: 'INVALID_REQUEST' })
   })
 
   it('never lets a key into a response, a run row, an event or a log line', async () => {
     await t.app.flush()
     const rows = JSON.stringify(await t.app.store.runs.list('local', {}, null, 500))
-    const events = JSON.stringify(await Promise.all(Array.from({ length: sessions }, (_, i) => t.app.store.events.after('local', `gen-${i}`, 0, 10_000))))
+    const events = JSON.stringify(
+      await Promise.all(Array.from({ length: sessions }, (_, i) => t.app.store.events.after('local', `gen-${i}`, 0, 10_000))),
+    )
     const everything = [rows, events, logLines.join('\n'), JSON.stringify((await t.request(BackendCapacityDocument)).data)].join('\n')
     expect(rows.length).toBeGreaterThan(1000)
     for (const key of [OA_KEY, AN_KEY]) expect(everything).not.toContain(key)

@@ -10,7 +10,9 @@ describe.each(providers)('admission limits (%s)', (provider) => {
   beforeAll(async () => {
     t = await startTestServer({
       provider,
-      app: { limits: { maxOutstandingPerSession: 2, maxOutstandingBytesPerSession: 3000, maxPendingAdmissions: 4, maxPendingBytes: 1_000_000 } },
+      app: {
+        limits: { maxOutstandingPerSession: 2, maxOutstandingBytesPerSession: 3000, maxPendingAdmissions: 4, maxPendingBytes: 1_000_000 },
+      },
     })
     bytes = await startTestServer({ provider, app: { limits: { maxPendingBytes: 5000 } } })
   })
@@ -45,7 +47,10 @@ describe.each(providers)('admission limits (%s)', (provider) => {
     await refused(
       t,
       s,
-      () => t.request(SteerPromptDocument, { input: { sessionId: s, queueId: running.queueId, steerId: 'st', text: 'x' } }).then((r) => r.data!.steerPrompt),
+      () =>
+        t
+          .request(SteerPromptDocument, { input: { sessionId: s, queueId: running.queueId, steerId: 'st', text: 'x' } })
+          .then((r) => r.data!.steerPrompt),
       'maxOutstandingPerSession',
     )
   })
@@ -58,7 +63,9 @@ describe.each(providers)('admission limits (%s)', (provider) => {
   it('limits pending admissions server-wide', async () => {
     for (const id of ['p1', 'p2', 'p3']) {
       await createSession(t, id)
-      const { data } = await t.request(SchedulePromptDocument, { input: { sessionId: id, input: 'later', scheduleKey: 'k', debounceMs: 60_000 } })
+      const { data } = await t.request(SchedulePromptDocument, {
+        input: { sessionId: id, input: 'later', scheduleKey: 'k', debounceMs: 60_000 },
+      })
       expect(data!.schedulePrompt.__typename).toBe('SchedulePromptPayload')
     }
     const s = await createSession(t, 'p4')
@@ -89,14 +96,19 @@ describe.each(providers)('admission limits (%s)', (provider) => {
   it('limits pending bytes server-wide', async () => {
     for (const id of ['b1', 'b2']) {
       await createSession(bytes, id)
-      const { data } = await bytes.request(SchedulePromptDocument, { input: { sessionId: id, input: 'y'.repeat(2000), scheduleKey: 'k', debounceMs: 60_000 } })
+      const { data } = await bytes.request(SchedulePromptDocument, {
+        input: { sessionId: id, input: 'y'.repeat(2000), scheduleKey: 'k', debounceMs: 60_000 },
+      })
       expect(data!.schedulePrompt.__typename).toBe('SchedulePromptPayload')
     }
     const s = await createSession(bytes, 'b3')
     await refused(
       bytes,
       s,
-      () => bytes.request(SchedulePromptDocument, { input: { sessionId: s, input: 'z'.repeat(2000), scheduleKey: 'k', debounceMs: 60_000 } }).then((r) => r.data!.schedulePrompt),
+      () =>
+        bytes
+          .request(SchedulePromptDocument, { input: { sessionId: s, input: 'z'.repeat(2000), scheduleKey: 'k', debounceMs: 60_000 } })
+          .then((r) => r.data!.schedulePrompt),
       'maxPendingBytes',
     )
   })

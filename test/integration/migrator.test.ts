@@ -1,17 +1,27 @@
-import { afterEach, describe, expect, it } from 'vitest'
 import { createHash } from 'node:crypto'
-import { openDatabase, type Database } from '../../src/store/database.js'
-import { listMigrations, migrate, type MigrationFile } from '../../src/store/migrator.js'
+import { afterEach, describe, expect, it } from 'vitest'
+import { type Database, openDatabase } from '../../src/store/database.js'
+import { listMigrations, type MigrationFile, migrate } from '../../src/store/migrator.js'
 import { createTestDatabase, providers, type TestDatabase } from '../helpers/databases.js'
 
-const migrationFile = (name: string, sql: string): MigrationFile => ({ name, sql, checksum: createHash('sha256').update(sql).digest('hex') })
+const migrationFile = (name: string, sql: string): MigrationFile => ({
+  name,
+  sql,
+  checksum: createHash('sha256').update(sql).digest('hex'),
+})
 
 /** What Prisma writes for SQLite to add a column to a table: a whole-table rebuild. */
 async function rebuildMigration(database: Database, table: string): Promise<string> {
-  const [row] = await database.db.$queryRawUnsafe<{ sql: string }[]>(`SELECT sql FROM sqlite_master WHERE type = 'table' AND name = '${table}'`)
+  const [row] = await database.db.$queryRawUnsafe<{ sql: string }[]>(
+    `SELECT sql FROM sqlite_master WHERE type = 'table' AND name = '${table}'`,
+  )
   const sql = row!.sql
-  const columns = (await database.db.$queryRawUnsafe<{ name: string }[]>(`PRAGMA table_info("${table}")`)).map((c) => `"${c.name}"`).join(', ')
-  const created = sql.replace(`CREATE TABLE "${table}"`, `CREATE TABLE "new_${table}"`).replace(/,\s*PRIMARY KEY/, ',\n    "archived" BOOLEAN NOT NULL DEFAULT false,\n    PRIMARY KEY')
+  const columns = (await database.db.$queryRawUnsafe<{ name: string }[]>(`PRAGMA table_info("${table}")`))
+    .map((c) => `"${c.name}"`)
+    .join(', ')
+  const created = sql
+    .replace(`CREATE TABLE "${table}"`, `CREATE TABLE "new_${table}"`)
+    .replace(/,\s*PRIMARY KEY/, ',\n    "archived" BOOLEAN NOT NULL DEFAULT false,\n    PRIMARY KEY')
   return `-- RedefineTables
 PRAGMA defer_foreign_keys=ON;
 PRAGMA foreign_keys=OFF;
@@ -46,7 +56,9 @@ describe.each(providers)('the start-up migrator (%s)', (provider) => {
     const rows = await database.db.$queryRawUnsafe<{ migration_name: string; checksum: string; applied_steps_count: number | bigint }[]>(
       'SELECT migration_name, checksum, applied_steps_count FROM "_prisma_migrations" ORDER BY migration_name',
     )
-    expect(rows.map((r) => [r.migration_name, r.checksum, Number(r.applied_steps_count)])).toEqual(committed.map((m) => [m.name, m.checksum, 1]))
+    expect(rows.map((r) => [r.migration_name, r.checksum, Number(r.applied_steps_count)])).toEqual(
+      committed.map((m) => [m.name, m.checksum, 1]),
+    )
   })
 
   it('refuses to start when an applied migration was edited', async () => {
@@ -54,7 +66,9 @@ describe.each(providers)('the start-up migrator (%s)', (provider) => {
     const database = await open()
     const [first] = listMigrations(provider)
     await migrate(database, [first!])
-    await expect(migrate(database, [migrationFile(first!.name, `${first!.sql}\n-- edited`)])).rejects.toThrow(/was changed after it was applied/)
+    await expect(migrate(database, [migrationFile(first!.name, `${first!.sql}\n-- edited`)])).rejects.toThrow(
+      /was changed after it was applied/,
+    )
   })
 
   // SQLite needs no test here: better-sqlite3 waits for a lock synchronously, so two clients in
@@ -73,9 +87,19 @@ describe.each(providers)('the start-up migrator (%s)', (provider) => {
     const { db } = database
     await db.session.create({ data: { tenantId: 't', id: 's' } })
     await db.message.createMany({
-      data: Array.from({ length: 50 }, (_, i) => ({ id: `m${i}`, tenantId: 't', sessionId: 's', position: i, role: 'user', content: `${i}` })),
+      data: Array.from({ length: 50 }, (_, i) => ({
+        id: `m${i}`,
+        tenantId: 't',
+        sessionId: 's',
+        position: i,
+        role: 'user',
+        content: `${i}`,
+      })),
     })
-    await migrate(database, [...listMigrations(provider), migrationFile('99999999999999_rebuild_session', await rebuildMigration(database, 'Session'))])
+    await migrate(database, [
+      ...listMigrations(provider),
+      migrationFile('99999999999999_rebuild_session', await rebuildMigration(database, 'Session')),
+    ])
     expect((await db.$queryRawUnsafe<{ name: string }[]>('PRAGMA table_info("Session")')).map((c) => c.name)).toContain('archived')
     expect(await db.message.count()).toBe(50)
     // foreign keys are back on afterwards: deleting the session cascades

@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { Credential } from '../../src/domain/credentials.js'
+import { mergeSettings } from '../../src/domain/settings.js'
 import { AnthropicModelClient } from '../../src/providers/anthropic-client.js'
 import type { GenerateEvent, GenerateRequest, ModelClient } from '../../src/providers/model-client.js'
 import { OpenAIModelClient } from '../../src/providers/openai-client.js'
 import { ProviderError } from '../../src/providers/provider-error.js'
-import { Credential } from '../../src/domain/credentials.js'
-import { mergeSettings } from '../../src/domain/settings.js'
 import { FakeVendorServer } from '../fixtures/fake-vendor.js'
 
 const KEY = 'sk-test-provider-key-123456'
@@ -41,8 +41,17 @@ describe.each([
 
   it('streams the text and ends with the vendor usage', async () => {
     const events = await collect(client, request(server, 'one two three'))
-    expect(events.filter((e) => e.type === 'delta').map((e) => (e as { text: string }).text).join('')).toBe('one two three')
-    expect(events.at(-1)).toEqual({ type: 'end', usage: { inputTokens: 5, outputTokens: 3 }, finishReason: vendor === 'openai' ? 'stop' : 'end_turn' })
+    expect(
+      events
+        .filter((e) => e.type === 'delta')
+        .map((e) => (e as { text: string }).text)
+        .join(''),
+    ).toBe('one two three')
+    expect(events.at(-1)).toEqual({
+      type: 'end',
+      usage: { inputTokens: 5, outputTokens: 3 },
+      finishReason: vendor === 'openai' ? 'stop' : 'end_turn',
+    })
     const sent = server.requests.at(-1)!
     expect(sent.apiKey).toBe(KEY)
     if (vendor === 'anthropic') {
@@ -54,7 +63,10 @@ describe.each([
   })
 
   it('maps settings onto the vendor parameters', async () => {
-    await collect(client, request(server, 'x', mergeSettings({ temperature: 0, maxTokens: 77, topP: 0.5, stop: ['END'], extra: { seed: 3 } })))
+    await collect(
+      client,
+      request(server, 'x', mergeSettings({ temperature: 0, maxTokens: 77, topP: 0.5, stop: ['END'], extra: { seed: 3 } })),
+    )
     const body = server.requests.at(-1)!.body
     expect(body).toMatchObject({ temperature: 0, top_p: 0.5, seed: 3 })
     if (vendor === 'openai') expect(body).toMatchObject({ max_tokens: 77, stop: ['END'] })

@@ -27,7 +27,9 @@ describe.each(providers)('sessions and the prompt queue (%s)', (provider) => {
   afterAll(() => t?.stop({ dropDatabase: true }))
 
   const history = async (sessionId: string) =>
-    (await t.request(SessionDocument, { id: sessionId })).data!.session!.messages.map((m) => `${m.role}:${m.content}${m.interrupted ? ' (interrupted)' : ''}`)
+    (await t.request(SessionDocument, { id: sessionId })).data!.session!.messages.map(
+      (m) => `${m.role}:${m.content}${m.interrupted ? ' (interrupted)' : ''}`,
+    )
   const requestsWith = (text: string) => t.model.requests.filter((r) => r.messages.at(-1)?.content === text)
 
   it('runs three prompts of one session strictly in order, each seeing the answers before it', async () => {
@@ -38,8 +40,17 @@ describe.each(providers)('sessions and the prompt queue (%s)', (provider) => {
     await events.until((r) => r.filter((e) => e.data?.sessionEvents.__typename === 'RunFinishedEvent').length === 3)
     events.unsubscribe()
 
-    const kinds = events.results.map((r) => r.data!.sessionEvents).filter((e) => e.__typename === 'RunStartedEvent' || e.__typename === 'RunFinishedEvent')
-    expect(kinds.map((e) => e.__typename)).toEqual(['RunStartedEvent', 'RunFinishedEvent', 'RunStartedEvent', 'RunFinishedEvent', 'RunStartedEvent', 'RunFinishedEvent'])
+    const kinds = events.results
+      .map((r) => r.data!.sessionEvents)
+      .filter((e) => e.__typename === 'RunStartedEvent' || e.__typename === 'RunFinishedEvent')
+    expect(kinds.map((e) => e.__typename)).toEqual([
+      'RunStartedEvent',
+      'RunFinishedEvent',
+      'RunStartedEvent',
+      'RunFinishedEvent',
+      'RunStartedEvent',
+      'RunFinishedEvent',
+    ])
     const sequences = events.results.map((r) => r.data!.sessionEvents.sequence)
     expect(sequences).toEqual([...sequences].sort((a, b) => a - b))
     expect(new Set(sequences).size).toBe(sequences.length)
@@ -52,7 +63,14 @@ describe.each(providers)('sessions and the prompt queue (%s)', (provider) => {
       'assistant:second prompt',
       'user:third prompt',
     ])
-    expect(await history(s)).toEqual(['USER:first prompt', 'ASSISTANT:first prompt', 'USER:second prompt', 'ASSISTANT:second prompt', 'USER:third prompt', 'ASSISTANT:third prompt'])
+    expect(await history(s)).toEqual([
+      'USER:first prompt',
+      'ASSISTANT:first prompt',
+      'USER:second prompt',
+      'ASSISTANT:second prompt',
+      'USER:third prompt',
+      'ASSISTANT:third prompt',
+    ])
   })
 
   it('runs two sessions at the same time', async () => {
@@ -73,7 +91,15 @@ describe.each(providers)('sessions and the prompt queue (%s)', (provider) => {
     expect(done.data!.runPrompt).toMatchObject({
       __typename: 'RunPromptPayload',
       entry: { status: 'COMPLETED' },
-      run: { status: 'COMPLETED', output: 'hello there', promptId: 'chat', profileId: 'fake-echo', backendId: 'fake', model: 'echo', usage: { outputTokens: 2 } },
+      run: {
+        status: 'COMPLETED',
+        output: 'hello there',
+        promptId: 'chat',
+        profileId: 'fake-echo',
+        backendId: 'fake',
+        model: 'echo',
+        usage: { outputTokens: 2 },
+      },
     })
     const early = await t.request(RunPromptDocument, { input: { sessionId: s, input: words(5), overrides: slow(100) }, timeoutMs: 50 })
     expect(early.data!.runPrompt).toMatchObject({ entry: { status: 'RUNNING' }, run: { status: 'GENERATING' } })
@@ -112,7 +138,13 @@ describe.each(providers)('sessions and the prompt queue (%s)', (provider) => {
     expect(firstRun.output!.length).toBeGreaterThan(0)
 
     const kept = whenBusy === 'INTERRUPT' ? ['USER:alpha beta gamma delta epsilon', `ASSISTANT:${firstRun.output} (interrupted)`] : []
-    expect(await history(s)).toEqual([...kept, `USER:charlie ${whenBusy}`, `ASSISTANT:charlie ${whenBusy}`, 'USER:bravo', 'ASSISTANT:bravo'])
+    expect(await history(s)).toEqual([
+      ...kept,
+      `USER:charlie ${whenBusy}`,
+      `ASSISTANT:charlie ${whenBusy}`,
+      'USER:bravo',
+      'ASSISTANT:bravo',
+    ])
     // the model saw the interrupted turn only with INTERRUPT
     expect(requestsWith(`charlie ${whenBusy}`)[0]!.messages.length).toBe(kept.length + 1)
   })
@@ -183,9 +215,13 @@ describe.each(providers)('sessions and the prompt queue (%s)', (provider) => {
     const running = await enqueue(t, { sessionId: s, input: words(20), overrides: slow(60) })
     const queued = await enqueue(t, { sessionId: s, input: 'waiting' })
     await events.until((r) => r.some((e) => e.data?.sessionEvents.__typename === 'TokenDeltaEvent'))
-    const accepted = await t.request(SteerPromptDocument, { input: { sessionId: s, queueId: running.queueId, steerId: 'left', text: 'turn left now' } })
+    const accepted = await t.request(SteerPromptDocument, {
+      input: { sessionId: s, queueId: running.queueId, steerId: 'left', text: 'turn left now' },
+    })
     expect(accepted.data!.steerPrompt).toMatchObject({ __typename: 'SteerPromptPayload', steerId: 'left', queueId: running.queueId })
-    const duplicate = await t.request(SteerPromptDocument, { input: { sessionId: s, queueId: running.queueId, steerId: 'left', text: 'again' } })
+    const duplicate = await t.request(SteerPromptDocument, {
+      input: { sessionId: s, queueId: running.queueId, steerId: 'left', text: 'again' },
+    })
     expect(duplicate.data!.steerPrompt).toMatchObject({ __typename: 'SteerRejectedError', reason: 'DUPLICATE', code: 'STEER_REJECTED' })
     const notRunning = await t.request(SteerPromptDocument, { input: { sessionId: s, queueId: queued.queueId, steerId: 'x', text: 'hi' } })
     expect(notRunning.data!.steerPrompt).toMatchObject({ __typename: 'SteerRejectedError', reason: 'NOT_RUNNING' })
@@ -200,7 +236,9 @@ describe.each(providers)('sessions and the prompt queue (%s)', (provider) => {
     const kinds = events.results.map((r) => r.data!.sessionEvents.__typename)
     expect(kinds.indexOf('SteerAcceptedEvent')).toBeLessThan(kinds.indexOf('SteerAppliedEvent'))
 
-    const finished = await t.request(SteerPromptDocument, { input: { sessionId: s, queueId: running.queueId, steerId: 'late', text: 'too late' } })
+    const finished = await t.request(SteerPromptDocument, {
+      input: { sessionId: s, queueId: running.queueId, steerId: 'late', text: 'too late' },
+    })
     expect(finished.data!.steerPrompt).toMatchObject({ reason: 'NOT_RUNNING' })
     events.unsubscribe()
   })
@@ -219,7 +257,9 @@ describe.each(providers)('sessions and the prompt queue (%s)', (provider) => {
     const s = await createSession(t, 'schedule')
     const ids: string[] = []
     for (const text of ['draft one', 'draft two', 'draft three']) {
-      const { data } = await t.request(SchedulePromptDocument, { input: { sessionId: s, input: text, scheduleKey: 'typing', debounceMs: 250 } })
+      const { data } = await t.request(SchedulePromptDocument, {
+        input: { sessionId: s, input: text, scheduleKey: 'typing', debounceMs: 250 },
+      })
       if (data!.schedulePrompt.__typename !== 'SchedulePromptPayload') throw new Error(JSON.stringify(data))
       expect(data!.schedulePrompt.entry.status).toBe('SCHEDULED')
       ids.push(data!.schedulePrompt.entry.queueId)
@@ -237,7 +277,9 @@ describe.each(providers)('sessions and the prompt queue (%s)', (provider) => {
     expect(cancel.data!.cancelScheduledPrompt).toMatchObject({ cancelled: true })
     await sleep(350)
     expect(requestsWith('discarded')).toHaveLength(0)
-    expect((await t.request(CancelScheduledPromptDocument, { sessionId: s, scheduleKey: 'k2' })).data!.cancelScheduledPrompt).toMatchObject({ cancelled: false })
+    expect((await t.request(CancelScheduledPromptDocument, { sessionId: s, scheduleKey: 'k2' })).data!.cancelScheduledPrompt).toMatchObject(
+      { cancelled: false },
+    )
   })
 
   it('refuses bad requests with typed errors and writes nothing', async () => {
@@ -266,7 +308,10 @@ describe.each(providers)('sessions and the prompt queue (%s)', (provider) => {
     const { data } = await t.request(DeleteSessionDocument, { id: s })
     expect(data!.deleteSession).toEqual({ __typename: 'DeleteSessionPayload', deletedId: s })
     expect((await t.request(SessionDocument, { id: s })).data!.session).toBeNull()
-    const run = await t.app.store.runs.find('local', running.runId ?? (await t.app.store.runs.list('local', { sessionId: s }, null, 1))[0]!.id)
+    const run = await t.app.store.runs.find(
+      'local',
+      running.runId ?? (await t.app.store.runs.list('local', { sessionId: s }, null, 1))[0]!.id,
+    )
     expect(run).toMatchObject({ status: 'ABORTED', terminalReason: 'CANCELLED' })
     expect(requestsWith('queued behind')).toHaveLength(0)
 

@@ -1,9 +1,15 @@
-import { spawn, type ChildProcess } from 'node:child_process'
+import { type ChildProcess, spawn } from 'node:child_process'
 import path from 'node:path'
 import { print } from 'graphql'
 import { afterEach, describe, expect, it } from 'vitest'
 import { PROJECT_ROOT } from '../../src/config.js'
-import { CreateSessionDocument, EnqueuePromptDocument, QueueEntryDocument, RunDocument, SessionEventsDocument } from '../generated/graphql.js'
+import {
+  CreateSessionDocument,
+  EnqueuePromptDocument,
+  QueueEntryDocument,
+  RunDocument,
+  SessionEventsDocument,
+} from '../generated/graphql.js'
 import { createTestDatabase, providers, type TestDatabase } from '../helpers/databases.js'
 import { waitForEntry, words } from '../helpers/flow.js'
 import { startTestServer, type TestServer } from '../helpers/server.js'
@@ -27,8 +33,16 @@ function startServerProcess(databaseUrl: string): Promise<{ child: ChildProcess;
   })
 }
 
-async function post<T, V>(url: string, document: import('@graphql-typed-document-node/core').TypedDocumentNode<T, V>, variables: V): Promise<T> {
-  const response = await fetch(`${url}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ query: print(document), variables }) })
+async function post<T, V>(
+  url: string,
+  document: import('@graphql-typed-document-node/core').TypedDocumentNode<T, V>,
+  variables: V,
+): Promise<T> {
+  const response = await fetch(`${url}/graphql`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ query: print(document), variables }),
+  })
   return ((await response.json()) as { data: T }).data
 }
 
@@ -47,8 +61,13 @@ describe.each(providers)('a server restart (%s)', (provider) => {
     const started = await startServerProcess(database.url)
     child = started.child
     await post(started.url, CreateSessionDocument, { input: { id: 'crash', defaultProfileId: 'fake-echo' } })
-    const first = (await post(started.url, EnqueuePromptDocument, { input: { sessionId: 'crash', input: words(400), overrides: { extra: { tokenDelayMs: 50 } } } })).enqueuePrompt
-    const second = (await post(started.url, EnqueuePromptDocument, { input: { sessionId: 'crash', input: 'after the crash' } })).enqueuePrompt
+    const first = (
+      await post(started.url, EnqueuePromptDocument, {
+        input: { sessionId: 'crash', input: words(400), overrides: { extra: { tokenDelayMs: 50 } } },
+      })
+    ).enqueuePrompt
+    const second = (await post(started.url, EnqueuePromptDocument, { input: { sessionId: 'crash', input: 'after the crash' } }))
+      .enqueuePrompt
     if (first.__typename !== 'EnqueuePromptPayload' || second.__typename !== 'EnqueuePromptPayload') throw new Error('not admitted')
     // let it generate a little, with its rows written, then kill it without warning
     for (;;) {
@@ -72,7 +91,9 @@ describe.each(providers)('a server restart (%s)', (provider) => {
 
     // the replay shows the interrupted run ending, numbered above anything published before the crash
     const replay = server.subscribe(SessionEventsDocument, { sessionId: 'crash', afterSequence: 0 })
-    await replay.until((r) => r.some((e) => e.data?.sessionEvents.__typename === 'RunFinishedEvent' && e.data.sessionEvents.runId === resumed.runId))
+    await replay.until((r) =>
+      r.some((e) => e.data?.sessionEvents.__typename === 'RunFinishedEvent' && e.data.sessionEvents.runId === resumed.runId),
+    )
     replay.unsubscribe()
     const events = replay.results.map((r) => r.data!.sessionEvents)
     const sequences = events.map((e) => e.sequence)
@@ -89,8 +110,13 @@ describe.each(providers)('a server restart (%s)', (provider) => {
     database = await createTestDatabase(provider)
     const first = await startTestServer({ provider, database })
     await first.request(CreateSessionDocument, { input: { id: 'graceful', defaultProfileId: 'fake-echo' } })
-    const running = (await first.request(EnqueuePromptDocument, { input: { sessionId: 'graceful', input: words(100), overrides: { extra: { tokenDelayMs: 50 } } } })).data!.enqueuePrompt
-    const queued = (await first.request(EnqueuePromptDocument, { input: { sessionId: 'graceful', input: 'resume me' } })).data!.enqueuePrompt
+    const running = (
+      await first.request(EnqueuePromptDocument, {
+        input: { sessionId: 'graceful', input: words(100), overrides: { extra: { tokenDelayMs: 50 } } },
+      })
+    ).data!.enqueuePrompt
+    const queued = (await first.request(EnqueuePromptDocument, { input: { sessionId: 'graceful', input: 'resume me' } })).data!
+      .enqueuePrompt
     if (running.__typename !== 'EnqueuePromptPayload' || queued.__typename !== 'EnqueuePromptPayload') throw new Error('not admitted')
     const runId = (await waitForEntry(first, 'graceful', running.entry.queueId, ['RUNNING'])).runId!
     await first.stop() // shutdownGraceMs is 0 in tests

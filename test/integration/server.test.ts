@@ -1,14 +1,14 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { createLogger } from '../../src/domain/logger.js'
-import { createApp, type App } from '../../src/server/app.js'
-import { startHttpServer, type HttpServer } from '../../src/server/http.js'
-import { InspectProfileDocument, PreparePromptDocument, ProfilesDocument } from '../generated/graphql.js'
-import { DEFAULT_CATALOG } from '../helpers/app.js'
-import { createTestDatabase, type TestDatabase } from '../helpers/databases.js'
-import { collect, wsClient } from '../helpers/ws-client.js'
-import { catalogDir } from '../helpers/catalog-dir.js'
 import { readFileSync } from 'node:fs'
 import path from 'node:path'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { createLogger } from '../../src/domain/logger.js'
+import { type App, createApp } from '../../src/server/app.js'
+import { type HttpServer, startHttpServer } from '../../src/server/http.js'
+import { InspectProfileDocument, PreparePromptDocument, ProfilesDocument } from '../generated/graphql.js'
+import { DEFAULT_CATALOG } from '../helpers/app.js'
+import { catalogDir } from '../helpers/catalog-dir.js'
+import { createTestDatabase, type TestDatabase } from '../helpers/databases.js'
+import { collect, wsClient } from '../helpers/ws-client.js'
 
 const DIRECT_KEY = 'sk-direct-0123456789abcdef'
 const ENV_KEY = 'sk-env-fedcba9876543210'
@@ -34,7 +34,11 @@ describe('the listening server', () => {
     })
     database = await createTestDatabase('sqlite')
     const env: Record<string, string> = { OPENAI_API_KEY: ENV_KEY }
-    app = await createApp({ databaseUrl: database.url, catalogDir: dir }, (name) => env[name], createLogger('debug', (line) => logLines.push(line)))
+    app = await createApp(
+      { databaseUrl: database.url, catalogDir: dir },
+      (name) => env[name],
+      createLogger('debug', (line) => logLines.push(line)),
+    )
     http = await startHttpServer(app.yoga, '127.0.0.1', 0)
   })
   afterAll(async () => {

@@ -12,7 +12,14 @@ describe.each(providers)('records written by the store read back the same (%s)',
   beforeAll(async () => {
     database = await createTestDatabase(provider)
     store = await openStore(database.url)
-    await store.sessions.create({ tenantId: 't', id: 's', title: 'ü "quoted" \'s', defaultProfileId: null, metadata: { nested: [1, { a: null }] }, keepHistory: true })
+    await store.sessions.create({
+      tenantId: 't',
+      id: 's',
+      title: 'ü "quoted" \'s',
+      defaultProfileId: null,
+      metadata: { nested: [1, { a: null }] },
+      keepHistory: true,
+    })
   })
   afterAll(async () => {
     await store?.close()
@@ -20,18 +27,63 @@ describe.each(providers)('records written by the store read back the same (%s)',
   })
 
   const run: RunRecord = {
-    id: 'run-1', tenantId: 't', sessionId: 's', queueId: 'q-1', status: 'COMPLETED', promptId: 'p', promptVersion: 3,
-    profileId: 'prof', backendId: 'b', model: 'm', definitionHash: 'd', renderedHash: 'r',
-    settings: { temperature: 0, extra: { seed: 1 } }, output: 'line 1\nline 2 "quoted" \u{1F600}', parsedOutput: 36,
+    id: 'run-1',
+    tenantId: 't',
+    sessionId: 's',
+    queueId: 'q-1',
+    status: 'COMPLETED',
+    promptId: 'p',
+    promptVersion: 3,
+    profileId: 'prof',
+    backendId: 'b',
+    model: 'm',
+    definitionHash: 'd',
+    renderedHash: 'r',
+    settings: { temperature: 0, extra: { seed: 1 } },
+    output: 'line 1\nline 2 "quoted" \u{1F600}',
+    parsedOutput: 36,
     validation: { valid: false, errors: ['(root) must be object'], attempts: 3 },
-    failoverAttempts: [{ profileId: 'prof', backendId: 'b', model: 'm', outcome: 'FAILED', errorCode: 'RATE_LIMITED', durationMs: 12, attempt: 1 }],
-    alternatives: [{ profileId: 'other', backendId: 'b2', model: 'm2', status: 'ABORTED', output: 'par', valid: null, errorCode: null, errorMessage: 'not selected' }],
-    usage: { inputTokens: 10, outputTokens: 20 }, costUsd: 0.000123, startedAt: at(0), firstTokenAt: at(15), finishedAt: at(1234),
-    heartbeatAt: at(999), errorCode: null, errorMessage: null, terminalReason: 'COMPLETED',
+    failoverAttempts: [
+      { profileId: 'prof', backendId: 'b', model: 'm', outcome: 'FAILED', errorCode: 'RATE_LIMITED', durationMs: 12, attempt: 1 },
+    ],
+    alternatives: [
+      {
+        profileId: 'other',
+        backendId: 'b2',
+        model: 'm2',
+        status: 'ABORTED',
+        output: 'par',
+        valid: null,
+        errorCode: null,
+        errorMessage: 'not selected',
+      },
+    ],
+    usage: { inputTokens: 10, outputTokens: 20 },
+    costUsd: 0.000123,
+    startedAt: at(0),
+    firstTokenAt: at(15),
+    finishedAt: at(1234),
+    heartbeatAt: at(999),
+    errorCode: null,
+    errorMessage: null,
+    terminalReason: 'COMPLETED',
   }
 
   it('keeps every field of a run, JSON scalars and timestamps included', async () => {
-    await store.runs.insert({ ...run, status: 'PREPARING', output: null, parsedOutput: null, validation: null, failoverAttempts: [], alternatives: [], usage: null, costUsd: null, firstTokenAt: null, finishedAt: null, terminalReason: null })
+    await store.runs.insert({
+      ...run,
+      status: 'PREPARING',
+      output: null,
+      parsedOutput: null,
+      validation: null,
+      failoverAttempts: [],
+      alternatives: [],
+      usage: null,
+      costUsd: null,
+      firstTokenAt: null,
+      finishedAt: null,
+      terminalReason: null,
+    })
     await store.runs.update(run)
     expect(await store.runs.find('t', 'run-1')).toEqual(run)
     for (const parsedOutput of ['36', [1, 'two'], { x: 1 }, true, null]) {
@@ -42,22 +94,58 @@ describe.each(providers)('records written by the store read back the same (%s)',
 
   it('keeps every field of a queue entry', async () => {
     const entry: QueueEntryRecord = {
-      queueId: 'q-1', tenantId: 't', sessionId: 's', queueSequence: 1, priority: 2, status: 'QUEUED',
+      queueId: 'q-1',
+      tenantId: 't',
+      sessionId: 's',
+      queueSequence: 1,
+      priority: 2,
+      status: 'QUEUED',
       request: { promptId: null, input: 'hi', variables: { a: [1] }, profileId: null, overrides: { maxTokens: 5 }, credentialEnv: null },
-      requestBytes: 99, scheduleKey: 'k', fireAt: at(500), runId: null, error: null, unappliedSteerIds: [], queuedAt: at(0), startedAt: null, finishedAt: null,
+      requestBytes: 99,
+      scheduleKey: 'k',
+      fireAt: at(500),
+      runId: null,
+      error: null,
+      unappliedSteerIds: [],
+      queuedAt: at(0),
+      startedAt: null,
+      finishedAt: null,
     }
     await store.entries.insert(entry)
     expect(await store.entries.find('t', 's', 'q-1')).toEqual(entry)
-    const done = { ...entry, status: 'FAILED' as const, runId: 'run-1', error: { code: 'GENERATION', message: 'boom' }, unappliedSteerIds: ['a', 'b'], startedAt: at(10), finishedAt: at(20) }
+    const done = {
+      ...entry,
+      status: 'FAILED' as const,
+      runId: 'run-1',
+      error: { code: 'GENERATION', message: 'boom' },
+      unappliedSteerIds: ['a', 'b'],
+      startedAt: at(10),
+      finishedAt: at(20),
+    }
     await store.entries.update(done)
     expect(await store.entries.find('t', 's', 'q-1')).toEqual(done)
   })
 
   it('keeps events in order with their payloads, in batches larger than one statement', async () => {
-    const events = Array.from({ length: 450 }, (_, i): SessionEvent => ({ type: 'TOKEN_DELTA', text: `tok ${i} "q" \u{1F600}`, attempt: i % 2, candidate: i % 3 ? null : 'p', tenantId: 't', sessionId: 's', runId: 'run-1', sequence: i + 1, at: at(i) }))
+    const events = Array.from(
+      { length: 450 },
+      (_, i): SessionEvent => ({
+        type: 'TOKEN_DELTA',
+        text: `tok ${i} "q" \u{1F600}`,
+        attempt: i % 2,
+        candidate: i % 3 ? null : 'p',
+        tenantId: 't',
+        sessionId: 's',
+        runId: 'run-1',
+        sequence: i + 1,
+        at: at(i),
+      }),
+    )
     await store.events.append(events)
     expect(await store.events.after('t', 's', 0, 1000)).toEqual(events)
-    expect((await store.events.forRun('t', 'run-1', 440, 1000)).map((e) => e.sequence)).toEqual([441, 442, 443, 444, 445, 446, 447, 448, 449, 450])
+    expect((await store.events.forRun('t', 'run-1', 440, 1000)).map((e) => e.sequence)).toEqual([
+      441, 442, 443, 444, 445, 446, 447, 448, 449, 450,
+    ])
     expect(await store.events.maxSequence('t', 's')).toBe(450)
   })
 })

@@ -1,5 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { print } from 'graphql'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { RunDocument, RunEventsDocument, SessionEventsDocument } from '../generated/graphql.js'
 import { providers } from '../helpers/databases.js'
 import { createSession, enqueue, slow, waitForEntry, words } from '../helpers/flow.js'
@@ -43,7 +43,11 @@ describe.each(providers)('resumable event streams (%s)', (provider) => {
     expect(resumed[0]!.sequence).toBeGreaterThan(last)
     expect([...seen, ...resumed].map((e) => e.sequence)).toEqual(everything.map((e) => e.sequence))
     const run = (await t.request(RunDocument, { id: (await waitForEntry(t, s, entry.queueId, ['COMPLETED'])).runId! })).data!.run!
-    const text = (events: Event[]) => events.filter((e) => e.__typename === 'TokenDeltaEvent').map((e) => e.text).join('')
+    const text = (events: Event[]) =>
+      events
+        .filter((e) => e.__typename === 'TokenDeltaEvent')
+        .map((e) => e.text)
+        .join('')
     expect(text([...seen, ...resumed])).toBe(run.output)
     expect(text(everything)).toBe(words(25))
   })
@@ -58,7 +62,12 @@ describe.each(providers)('resumable event streams (%s)', (provider) => {
     expect(events[0]!.__typename).toBe('RunStartedEvent')
     expect(events.at(-1)!.__typename).toBe('RunFinishedEvent')
     expect(events.every((e) => e.runId === runId)).toBe(true)
-    expect(events.filter((e) => e.__typename === 'TokenDeltaEvent').map((e) => e.text).join('')).toBe('replay these words please')
+    expect(
+      events
+        .filter((e) => e.__typename === 'TokenDeltaEvent')
+        .map((e) => e.text)
+        .join(''),
+    ).toBe('replay these words please')
     expect(events.map((e) => e.__typename)).toContain('MessageCreatedEvent')
 
     // resuming in the middle gets exactly the rest
@@ -76,7 +85,12 @@ describe.each(providers)('resumable event streams (%s)', (provider) => {
     await live.done()
     const events = eventsOf(live.results)
     expect(events.at(-1)!.__typename).toBe('RunFinishedEvent')
-    expect(events.filter((e) => e.__typename === 'TokenDeltaEvent').map((e) => e.text).join('')).toBe(words(8))
+    expect(
+      events
+        .filter((e) => e.__typename === 'TokenDeltaEvent')
+        .map((e) => e.text)
+        .join(''),
+    ).toBe(words(8))
   })
 
   it('merges token deltas into fewer events without changing the text', async () => {
@@ -118,6 +132,11 @@ describe.each(providers)('resumable event streams (%s)', (provider) => {
       .filter((payload) => payload.data)
       .map((payload) => payload.data.runEvents as Event)
     expect(events.at(-1)!.__typename).toBe('RunFinishedEvent')
-    expect(events.filter((e) => e.__typename === 'TokenDeltaEvent').map((e) => e.text).join('')).toBe('over sse')
+    expect(
+      events
+        .filter((e) => e.__typename === 'TokenDeltaEvent')
+        .map((e) => e.text)
+        .join(''),
+    ).toBe('over sse')
   })
 })

@@ -27,7 +27,10 @@ const folderOf = (file: string) => path.relative(SRC, file).split(path.sep).slic
 
 function importsOf(file: string): Import[] {
   const text = readFileSync(file, 'utf8')
-  const specifiers = [...text.matchAll(/^\s*(?:import|export)\s[^'"]*?from\s+['"]([^'"]+)['"]/gm), ...text.matchAll(/import\(\s*['"]([^'"]+)['"]\s*\)/g)].map((m) => m[1]!)
+  const specifiers = [
+    ...text.matchAll(/^\s*(?:import|export)\s[^'"]*?from\s+['"]([^'"]+)['"]/gm),
+    ...text.matchAll(/import\(\s*['"]([^'"]+)['"]\s*\)/g),
+  ].map((m) => m[1]!)
   return specifiers.map((specifier) => {
     const relative = specifier.startsWith('.')
     const target = relative ? path.resolve(path.dirname(file), specifier) : null
@@ -83,7 +86,10 @@ describe('the import graph of src/', () => {
   })
 
   it('lets only store/ import Prisma', () => {
-    const bad = imports.filter((i) => folderOf(i.from) !== 'store' && (PRISMA_PACKAGES.test(i.specifier) || (i.toFolder === null && i.specifier.includes('generated'))))
+    const bad = imports.filter(
+      (i) =>
+        folderOf(i.from) !== 'store' && (PRISMA_PACKAGES.test(i.specifier) || (i.toFolder === null && i.specifier.includes('generated'))),
+    )
     expect(bad.map(describeImport)).toEqual([])
   })
 

@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest'
 import { CatalogFileError, loadCatalogFiles } from '../../src/catalog/files.js'
+import { promptDefinitionHash } from '../../src/domain/catalog.js'
 import { DEFAULT_CATALOG } from '../helpers/app.js'
 import { BACKENDS_YAML, catalogDir } from '../helpers/catalog-dir.js'
-import { promptDefinitionHash } from '../../src/domain/catalog.js'
 
 function loadError(files: Record<string, string>): string {
   try {
@@ -75,7 +75,12 @@ describe('catalog files', () => {
 
   it('accepts JSON files and enum values in any case', () => {
     const catalog = loadCatalogFiles(
-      catalogDir({ 'x.json': JSON.stringify({ backends: [{ id: 'f', kind: 'fake' }], prompts: [{ id: 'p', messages: [{ role: 'USER', content: 'hi' }] }] }) }),
+      catalogDir({
+        'x.json': JSON.stringify({
+          backends: [{ id: 'f', kind: 'fake' }],
+          prompts: [{ id: 'p', messages: [{ role: 'USER', content: 'hi' }] }],
+        }),
+      }),
     )
     expect(catalog.backends[0]!.kind).toBe('FAKE')
     expect(catalog.prompts[0]!.definition.messages[0]!.role).toBe('user')
@@ -85,7 +90,9 @@ describe('catalog files', () => {
 describe('definitionHash', () => {
   const base = `prompts:\n  - id: p\n    defaultProfileId: fake-echo\n    messages:\n      - role: user\n        content: "Hello {{name}}"\n`
   const hashOf = (prompts: string) =>
-    promptDefinitionHash(loadCatalogFiles(catalogDir({ 'b.yaml': BACKENDS_YAML, 'p.yaml': PROFILES_YAML, 'q.yaml': prompts })).prompts[0]!.definition)
+    promptDefinitionHash(
+      loadCatalogFiles(catalogDir({ 'b.yaml': BACKENDS_YAML, 'p.yaml': PROFILES_YAML, 'q.yaml': prompts })).prompts[0]!.definition,
+    )
 
   it('ignores file layout: indentation, flow style, key order and comments', () => {
     const relaidOut = `# a comment\nprompts:\n- messages: [ { content: "Hello {{name}}", role: user } ]\n  defaultProfileId:    fake-echo\n  id: p\n`

@@ -12,19 +12,41 @@ describe('config from the environment', () => {
       catalogDir: path.join(PROJECT_ROOT, 'catalog'),
       apiKeys: null,
       logLevel: 'info',
-      limits: { maxOutstandingPerSession: 16, maxOutstandingBytesPerSession: 64 * 1024 * 1024, maxPendingAdmissions: 64, maxPendingBytes: 128 * 1024 * 1024, retainedTerminalPerSession: 100 },
+      limits: {
+        maxOutstandingPerSession: 16,
+        maxOutstandingBytesPerSession: 64 * 1024 * 1024,
+        maxPendingAdmissions: 64,
+        maxPendingBytes: 128 * 1024 * 1024,
+        retainedTerminalPerSession: 100,
+      },
       coalescer: { windowMs: 15, maxDeltas: 32 },
     })
   })
 
   it('reads the queue limits', () => {
-    expect(loadConfig({ PROMPTLINE_MAX_OUTSTANDING_PER_SESSION: '3', PROMPTLINE_MAX_PENDING_BYTES: '1000' }).limits).toMatchObject({ maxOutstandingPerSession: 3, maxPendingBytes: 1000 })
+    expect(loadConfig({ PROMPTLINE_MAX_OUTSTANDING_PER_SESSION: '3', PROMPTLINE_MAX_PENDING_BYTES: '1000' }).limits).toMatchObject({
+      maxOutstandingPerSession: 3,
+      maxPendingBytes: 1000,
+    })
     expect(() => loadConfig({ PROMPTLINE_MAX_OUTSTANDING_PER_SESSION: '0' })).toThrow(/PROMPTLINE_MAX_OUTSTANDING_PER_SESSION/)
   })
 
   it('reads every variable and treats empty strings as unset', () => {
-    const config = loadConfig({ PORT: '8080', HOST: '0.0.0.0', DATABASE_URL: 'postgresql://u@h/db', REDIS_URL: 'redis://h:6379', LOG_LEVEL: 'debug', PROMPTLINE_CATALOG: '' })
-    expect(config).toMatchObject({ port: 8080, host: '0.0.0.0', databaseUrl: 'postgresql://u@h/db', redisUrl: 'redis://h:6379', logLevel: 'debug' })
+    const config = loadConfig({
+      PORT: '8080',
+      HOST: '0.0.0.0',
+      DATABASE_URL: 'postgresql://u@h/db',
+      REDIS_URL: 'redis://h:6379',
+      LOG_LEVEL: 'debug',
+      PROMPTLINE_CATALOG: '',
+    })
+    expect(config).toMatchObject({
+      port: 8080,
+      host: '0.0.0.0',
+      databaseUrl: 'postgresql://u@h/db',
+      redisUrl: 'redis://h:6379',
+      logLevel: 'debug',
+    })
     expect(config.catalogDir).toBe(path.join(PROJECT_ROOT, 'catalog'))
   })
 

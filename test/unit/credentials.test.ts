@@ -1,10 +1,16 @@
 import { inspect } from 'node:util'
 import { describe, expect, it } from 'vitest'
-import { Secret, resolveCredential } from '../../src/domain/credentials.js'
+import { resolveCredential, Secret } from '../../src/domain/credentials.js'
 
 const env: Record<string, string> = { REQ_KEY: 'sk-request', PROFILE_KEY: 'sk-profile', BACKEND_KEY: 'sk-backend' }
 const secrets = (name: string) => env[name]
-const all = { directKey: new Secret('sk-direct'), requestEnv: 'REQ_KEY', profileEnv: 'PROFILE_KEY', backendEnv: 'BACKEND_KEY', required: true }
+const all = {
+  directKey: new Secret('sk-direct'),
+  requestEnv: 'REQ_KEY',
+  profileEnv: 'PROFILE_KEY',
+  backendEnv: 'BACKEND_KEY',
+  required: true,
+}
 
 describe('credential source order: direct key > request env > profile env > backend env', () => {
   it('takes each source only when every higher one is absent', () => {

@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest'
-import type { PromptDefinition } from '../../src/domain/definitions.js'
-import { PromptPreparer, type PrepareRequest } from '../../src/runner/prepare.js'
-import { templateVariables } from '../../src/domain/template.js'
-import { Secret } from '../../src/domain/credentials.js'
 import type { Backend, CatalogReader, Profile, Prompt } from '../../src/domain/catalog.js'
+import { Secret } from '../../src/domain/credentials.js'
+import type { PromptDefinition } from '../../src/domain/definitions.js'
+import { templateVariables } from '../../src/domain/template.js'
+import { type PrepareRequest, PromptPreparer } from '../../src/runner/prepare.js'
 
 function prompt(id: string, definition: Partial<PromptDefinition> = {}): Prompt {
   const full: PromptDefinition = {
@@ -118,15 +118,35 @@ describe('prompt preparation', () => {
     it.each([
       ['a bad prompt id', { promptId: 'bad id!' }, /^INVALID_REQUEST: promptId:/],
       ['variables that are not an object', { promptId: 'chat', variables: ['x'] }, /^INVALID_REQUEST: variables:/],
-      ['a negative maxTokens', { promptId: 'chat', variables: { input: 'x' }, overrides: { maxTokens: -1 } }, /^INVALID_REQUEST: overrides\.maxTokens:/],
-      ['an unknown setting', { promptId: 'chat', variables: { input: 'x' }, overrides: { temprature: 1 } }, /^INVALID_REQUEST: overrides: Unrecognized key/],
-      ['a bad credential env name', { promptId: 'chat', variables: { input: 'x' }, credentialEnv: 'no-dashes' }, /^INVALID_REQUEST: credentialEnv:/],
+      [
+        'a negative maxTokens',
+        { promptId: 'chat', variables: { input: 'x' }, overrides: { maxTokens: -1 } },
+        /^INVALID_REQUEST: overrides\.maxTokens:/,
+      ],
+      [
+        'an unknown setting',
+        { promptId: 'chat', variables: { input: 'x' }, overrides: { temprature: 1 } },
+        /^INVALID_REQUEST: overrides: Unrecognized key/,
+      ],
+      [
+        'a bad credential env name',
+        { promptId: 'chat', variables: { input: 'x' }, credentialEnv: 'no-dashes' },
+        /^INVALID_REQUEST: credentialEnv:/,
+      ],
       ['an unknown prompt', { promptId: 'nope' }, /^NOT_FOUND: prompt 'nope' not found/],
       ['an unknown requested profile', { promptId: 'chat', profileId: 'nope' }, /^NOT_FOUND: profile 'nope'/],
       ['an unknown session', { promptId: 'chat', sessionId: 'nope' }, /^NOT_FOUND: session 'nope'/],
       ['no profile anywhere', { promptId: 'no-default', variables: { input: 'x' } }, /^PROFILE_REQUIRED:/],
-      ['a dangling default profile', { promptId: 'dangling', variables: { input: 'x' } }, /^PROFILE_LOAD: default profile 'deleted-profile'/],
-      ['an unknown backend', { promptId: 'chat', profileId: 'p-orphan', variables: { input: 'x' } }, /^PROFILE_LOAD: .*unknown backend 'gone'/],
+      [
+        'a dangling default profile',
+        { promptId: 'dangling', variables: { input: 'x' } },
+        /^PROFILE_LOAD: default profile 'deleted-profile'/,
+      ],
+      [
+        'an unknown backend',
+        { promptId: 'chat', profileId: 'p-orphan', variables: { input: 'x' } },
+        /^PROFILE_LOAD: .*unknown backend 'gone'/,
+      ],
       ['an output schema that does not compile', { promptId: 'broken-schema', variables: { input: 'x' } }, /^PROMPT_LOAD:/],
       ['a missing variable', { promptId: 'chat', variables: {} }, /^RENDER: missing variable 'input'/],
     ])('%s', async (_name, request, expected) => {
@@ -138,7 +158,9 @@ describe('prompt preparation', () => {
       expect(await codeOf({ promptId: 'chat', profileId: 'p-openai', variables: { input: 'x' } })).toBe(
         "CREDENTIALS: no credentials for profile 'p-openai': set OPENAI_API_KEY (profile 'p-openai')",
       )
-      expect(await codeOf({ promptId: 'chat', profileId: 'p-openai', variables: { input: 'x' }, credentialEnv: 'MY_KEY' })).toMatch(/set MY_KEY/)
+      expect(await codeOf({ promptId: 'chat', profileId: 'p-openai', variables: { input: 'x' }, credentialEnv: 'MY_KEY' })).toMatch(
+        /set MY_KEY/,
+      )
     })
   })
 })
