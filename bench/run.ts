@@ -67,7 +67,14 @@ async function startPromptline(catalogDir: string | null) {
     },
     /GraphiQL at (http:\/\/\S+)\/graphql/,
   )
-  return { child, url: match[1]!, close: async () => (await stop(child), rmSync(dir, { recursive: true, force: true })) }
+  return {
+    child,
+    url: match[1]!,
+    close: async () => {
+      await stop(child)
+      rmSync(dir, { recursive: true, force: true })
+    },
+  }
 }
 
 function request<T>(client: Client, query: string, variables: Record<string, unknown>): Promise<T> {

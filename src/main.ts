@@ -1,12 +1,12 @@
 import { CatalogFileError } from './catalog/files.js'
-import { ConfigError, loadConfig } from './config.js'
+import { type Config, ConfigError, loadConfig } from './config.js'
 import { createLogger } from './domain/logger.js'
 import { createApp } from './server/app.js'
 import { startHttpServer } from './server/http.js'
 
 // The only file that reads process.env or listens.
 async function main(): Promise<void> {
-  let config
+  let config: Config
   try {
     config = loadConfig(process.env)
   } catch (err) {

@@ -123,7 +123,10 @@ export class CapacityPools {
 
   get(backend: { id: string; capacity?: Partial<CapacityLimits> | null }): CapacityPool {
     let pool = this.pools.get(backend.id)
-    if (!pool) this.pools.set(backend.id, (pool = new CapacityPool(backend.id, { ...DEFAULT_CAPACITY, ...backend.capacity })))
+    if (!pool) {
+      pool = new CapacityPool(backend.id, { ...DEFAULT_CAPACITY, ...backend.capacity })
+      this.pools.set(backend.id, pool)
+    }
     return pool
   }
 }

@@ -1,6 +1,5 @@
 import { type Backend, CATALOG_TENANT, type CatalogReader, type Profile, type Prompt, promptDefinitionHash } from '../domain/catalog.js'
 import {
-  type BackendDefinition,
   describeIssues,
   type ProfileDefinition,
   type PromptDefinition,
@@ -9,7 +8,6 @@ import {
   toPromptDefinition,
 } from '../domain/definitions.js'
 import { ProfileLoadError, PromptLoadError } from '../domain/errors.js'
-import { hashValue } from '../domain/hash.js'
 import { templateVariables } from '../domain/template.js'
 import type { ProfileRow } from '../store/profile-store.js'
 import type { PromptRow } from '../store/prompt-store.js'

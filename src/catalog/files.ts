@@ -67,7 +67,9 @@ export function loadCatalogFiles(dir: string): CatalogFiles {
       continue
     }
     const locate = <T>(list: T[] | undefined, key: string, into: Located<T>[]) =>
-      list?.forEach((item, i) => into.push({ item, where: `${name}: ${key}[${i}]` }))
+      list?.forEach((item, i) => {
+        into.push({ item, where: `${name}: ${key}[${i}]` })
+      })
     locate(parsed.data.backends, 'backends', backends)
     locate(parsed.data.profiles, 'profiles', profiles)
     locate(parsed.data.prompts, 'prompts', prompts)

@@ -125,7 +125,7 @@ export class SessionEventBus {
     if (this.flushTimer) clearTimeout(this.flushTimer)
     this.flushTimer = null
     // one writer at a time keeps each session's rows in sequence order
-    while (this.writing) await this.writing
+    while (await this.writing) await this.writing
     while (this.writeQueue.length > 0) {
       const batch = this.writeQueue.slice(0, this.options.batchSize)
       this.writing = this.events.append(batch).then(
@@ -161,7 +161,10 @@ export class SessionEventBus {
 
   private listen(topic: string, listener: Listener): () => void {
     let set = this.listeners.get(topic)
-    if (!set) this.listeners.set(topic, (set = new Set()))
+    if (!set) {
+      set = new Set()
+      this.listeners.set(topic, set)
+    }
     set.add(listener)
     return () => {
       set.delete(listener)

@@ -410,12 +410,12 @@ export class PromptQueue {
   async waitForEntry(queueId: string, timeoutMs: number): Promise<void> {
     await new Promise<void>((resolve) => {
       const timer = setTimeout(done, timeoutMs)
-      let set = this.waiters.get(queueId)
-      if (!set) this.waiters.set(queueId, (set = new Set()))
+      const set = this.waiters.get(queueId) ?? new Set()
+      this.waiters.set(queueId, set)
       set.add(done)
       function done() {
         clearTimeout(timer)
-        set!.delete(done)
+        set.delete(done)
         resolve()
       }
     })

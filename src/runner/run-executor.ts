@@ -300,7 +300,7 @@ export class RunExecutor {
         finished.push(b)
         if (spec.select === 'FIRST_VALID' && !winner && b.answer?.validation.valid) {
           winner = b
-          started.forEach((other, i) => other !== b && stops[i]!.abort(new NotSelected('another candidate answered first')))
+          for (const [i, other] of started.entries()) if (other !== b) stops[i]!.abort(new NotSelected('another candidate answered first'))
         }
       }),
     )

@@ -142,7 +142,7 @@ export class RunService {
   /** The events of one run after `afterSequence` (from its start by default); ends after RUN_FINISHED. */
   async runEvents(tenantId: string, runId: string, afterSequence: number | null): Promise<AsyncIterable<SessionEvent>> {
     const run = await this.run(tenantId, parseInput(z.string().min(1).max(128), runId, 'runId'))
-    if (!run || !run.sessionId) throw new NotFoundError('run', runId)
+    if (!run?.sessionId) throw new NotFoundError('run', runId)
     const ended = run.finishedAt !== null && !this.queue.isRunning(runId)
     return this.bus.subscribe({
       tenantId,

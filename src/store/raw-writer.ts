@@ -30,7 +30,13 @@ export class RawWriter {
     const columns = Object.keys(rows[0]!)
     const args: unknown[] = []
     const tuples = rows.map(
-      (row) => `(${columns.map((c) => (args.push(this.value(c, row[c], json)), this.param(args.length, json.has(c)))).join(', ')})`,
+      (row) =>
+        `(${columns
+          .map((c) => {
+            args.push(this.value(c, row[c], json))
+            return this.param(args.length, json.has(c))
+          })
+          .join(', ')})`,
     )
     await this.db.$executeRawUnsafe(
       `INSERT INTO "${table}" (${columns.map((c) => `"${c}"`).join(', ')}) VALUES ${tuples.join(', ')}`,
@@ -40,9 +46,10 @@ export class RawWriter {
 
   async update(table: string, key: { column: string; value: unknown }, values: Row, json: ReadonlySet<string> = new Set()): Promise<void> {
     const args: unknown[] = []
-    const sets = Object.entries(values).map(
-      ([c, v]) => (args.push(this.value(c, v, json)), `"${c}" = ${this.param(args.length, json.has(c))}`),
-    )
+    const sets = Object.entries(values).map(([c, v]) => {
+      args.push(this.value(c, v, json))
+      return `"${c}" = ${this.param(args.length, json.has(c))}`
+    })
     args.push(key.value)
     await this.db.$executeRawUnsafe(
       `UPDATE "${table}" SET ${sets.join(', ')} WHERE "${key.column}" = ${this.param(args.length, false)}`,

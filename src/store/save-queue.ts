@@ -20,7 +20,10 @@ export class SaveQueue {
 
   enqueue(key: string, run: () => Promise<unknown>, replaceable: string | null = null): void {
     let tasks = this.pending.get(key)
-    if (!tasks) this.pending.set(key, (tasks = []))
+    if (!tasks) {
+      tasks = []
+      this.pending.set(key, tasks)
+    }
     const last = tasks.at(-1)
     if (replaceable !== null && last?.replaceable === replaceable) last.run = run
     else tasks.push({ run, replaceable })

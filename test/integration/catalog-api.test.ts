@@ -22,9 +22,7 @@ describe.each(providers)('catalog and preparation over GraphQL (%s)', (provider)
   })
   afterAll(() => t?.close())
 
-  const promptCount = async () => (
-    await t.app.store.provider, (await t.execute(PromptsDocument, { first: 200 })).data!.prompts.edges.length
-  )
+  const promptCount = async () => (await t.execute(PromptsDocument, { first: 200 })).data!.prompts.edges.length
 
   it('prepares the shipped chat prompt with fake-echo: two messages, both hashes, effective settings', async () => {
     const { data, errors } = await t.execute(PreparePromptDocument, { input: { promptId: 'chat', variables: { input: 'hi' } } })

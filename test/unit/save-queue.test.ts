@@ -7,7 +7,10 @@ describe('the save queue', () => {
   it('runs one key in order and different keys independently', async () => {
     const log: string[] = []
     const queue = new SaveQueue(() => {})
-    queue.enqueue('a', async () => (await tick(), log.push('a-insert')))
+    queue.enqueue('a', async () => {
+      await tick()
+      log.push('a-insert')
+    })
     queue.enqueue('a', async () => log.push('a-update'))
     queue.enqueue('b', async () => log.push('b-insert'))
     await queue.flush()
@@ -18,7 +21,10 @@ describe('the save queue', () => {
   it('replaces a pending whole-row update with a newer one, never the insert before it', async () => {
     const log: string[] = []
     const queue = new SaveQueue(() => {})
-    queue.enqueue('run', async () => (await tick(), log.push('insert')))
+    queue.enqueue('run', async () => {
+      await tick()
+      log.push('insert')
+    })
     queue.enqueue('run', async () => log.push('update 1'), 'update')
     queue.enqueue('run', async () => log.push('update 2'), 'update')
     queue.enqueue('run', async () => log.push('heartbeat'))
