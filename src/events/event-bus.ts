@@ -125,7 +125,7 @@ export class SessionEventBus {
     if (this.flushTimer) clearTimeout(this.flushTimer)
     this.flushTimer = null
     // one writer at a time keeps each session's rows in sequence order
-    while (await this.writing) await this.writing
+    while (this.writing !== null) await this.writing
     while (this.writeQueue.length > 0) {
       const batch = this.writeQueue.slice(0, this.options.batchSize)
       this.writing = this.events.append(batch).then(
