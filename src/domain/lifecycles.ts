@@ -1,0 +1,63 @@
+import type { EntryStatus, QueueEntryRecord, RunRecord, RunStatus } from './records.js'
+
+/**
+ * The two state machines of DESIGN §1, each as one table: the statuses a record may move to
+ * from each status. Everything that changes a status goes through `advanceRun` / `advanceEntry`,
+ * so an illegal move fails loudly where it is attempted instead of being written.
+ */
+export const RUN_TRANSITIONS: Readonly<Record<RunStatus, readonly RunStatus[]>> = {
+  PREPARING: ['WAITING_CAPACITY', 'GENERATING', 'FAILED', 'ABORTED'],
+  // several leases of a parallel prompt may each wait in line
+  WAITING_CAPACITY: ['WAITING_CAPACITY', 'GENERATING', 'FAILED', 'ABORTED'],
+  // a failover to another backend may wait for its capacity; a parallel prompt validates per
+  // candidate, so its run goes from GENERATING to its end directly
+  GENERATING: ['WAITING_CAPACITY', 'VALIDATING', 'COMPLETED', 'FAILED', 'ABORTED'],
+  VALIDATING: ['REPAIRING', 'COMPLETED', 'FAILED', 'ABORTED'],
+  REPAIRING: ['GENERATING', 'FAILED', 'ABORTED'],
+  COMPLETED: [],
+  FAILED: [],
+  ABORTED: [],
+}
+
+export const ENTRY_TRANSITIONS: Readonly<Record<EntryStatus, readonly EntryStatus[]>> = {
+  QUEUED: ['STARTING', 'CANCELLED'],
+  // a scheduled entry joins the line when its debounce fires
+  SCHEDULED: ['QUEUED', 'CANCELLED'],
+  // a run can fail or be stopped before it generates anything
+  STARTING: ['RUNNING', 'FAILED', 'CANCELLED'],
+  RUNNING: ['COMPLETED', 'FAILED', 'CANCELLED'],
+  COMPLETED: [],
+  FAILED: [],
+  CANCELLED: [],
+}
+
+/** A status change the machine does not allow: a bug in the caller, never the user's doing. */
+export class IllegalTransitionError extends Error {
+  override name = 'IllegalTransitionError'
+  constructor(kind: string, from: string, to: string) {
+    super(`illegal ${kind} transition ${from} → ${to}`)
+  }
+}
+
+export const isTerminalRun = (status: RunStatus): boolean => RUN_TRANSITIONS[status].length === 0
+export const isTerminalEntry = (status: EntryStatus): boolean => ENTRY_TRANSITIONS[status].length === 0
+
+/** Moves a run to `to`, or throws IllegalTransitionError and leaves it as it was. */
+export function advanceRun(run: Pick<RunRecord, 'status'>, to: RunStatus): void {
+  if (!RUN_TRANSITIONS[run.status].includes(to)) throw new IllegalTransitionError('run', run.status, to)
+  run.status = to
+}
+
+/** Moves a queue entry to `to`, or throws IllegalTransitionError and leaves it as it was. */
+export function advanceEntry(entry: Pick<QueueEntryRecord, 'status'>, to: EntryStatus): void {
+  if (!ENTRY_TRANSITIONS[entry.status].includes(to)) throw new IllegalTransitionError('queue entry', entry.status, to)
+  entry.status = to
+}
+
+/** The entry status that mirrors a run's end. */
+export function entryStatusOf(run: Pick<RunRecord, 'status'>): Extract<EntryStatus, 'COMPLETED' | 'FAILED' | 'CANCELLED'> {
+  if (run.status === 'COMPLETED') return 'COMPLETED'
+  if (run.status === 'FAILED') return 'FAILED'
+  if (run.status === 'ABORTED') return 'CANCELLED'
+  throw new IllegalTransitionError('queue entry', 'RUNNING', `the end of a run still ${run.status}`)
+}

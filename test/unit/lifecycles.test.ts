@@ -1,0 +1,62 @@
+import { describe, expect, it } from 'vitest'
+import {
+  advanceEntry,
+  advanceRun,
+  ENTRY_TRANSITIONS,
+  entryStatusOf,
+  IllegalTransitionError,
+  RUN_TRANSITIONS,
+} from '../../src/domain/lifecycles.js'
+import { ENTRY_STATUSES, type EntryStatus, RUN_STATUSES, type RunStatus } from '../../src/domain/records.js'
+
+describe('the run state machine', () => {
+  it('walks the DESIGN path: preparing, waiting, generating, validating, repairing, completed', () => {
+    const run = { status: 'PREPARING' as RunStatus }
+    for (const to of ['WAITING_CAPACITY', 'GENERATING', 'VALIDATING', 'REPAIRING', 'GENERATING', 'VALIDATING', 'COMPLETED'] as const) {
+      advanceRun(run, to)
+      expect(run.status).toBe(to)
+    }
+  })
+
+  it('refuses an illegal transition and leaves the run as it was', () => {
+    const run = { status: 'COMPLETED' as RunStatus }
+    expect(() => advanceRun(run, 'GENERATING')).toThrow(IllegalTransitionError)
+    expect(() => advanceRun(run, 'GENERATING')).toThrow('illegal run transition COMPLETED → GENERATING')
+    expect(run.status).toBe('COMPLETED')
+    const preparing = { status: 'PREPARING' as RunStatus }
+    expect(() => advanceRun(preparing, 'VALIDATING')).toThrow(IllegalTransitionError)
+    expect(() => advanceRun(preparing, 'REPAIRING')).toThrow(IllegalTransitionError)
+    expect(preparing.status).toBe('PREPARING')
+  })
+
+  it('has a row for every status, ends only in the terminal ones, and lets every live status fail or abort', () => {
+    expect(Object.keys(RUN_TRANSITIONS).sort()).toEqual([...RUN_STATUSES].sort())
+    const terminal = RUN_STATUSES.filter((s) => RUN_TRANSITIONS[s].length === 0)
+    expect(terminal.sort()).toEqual(['ABORTED', 'COMPLETED', 'FAILED'])
+    for (const status of RUN_STATUSES.filter((s) => !terminal.includes(s))) {
+      expect(RUN_TRANSITIONS[status]).toEqual(expect.arrayContaining(['FAILED', 'ABORTED']))
+    }
+  })
+})
+
+describe('the queue entry state machine', () => {
+  it('walks queued, starting, running, completed and refuses going back', () => {
+    const entry = { status: 'QUEUED' as EntryStatus }
+    advanceEntry(entry, 'STARTING')
+    advanceEntry(entry, 'RUNNING')
+    advanceEntry(entry, 'COMPLETED')
+    expect(() => advanceEntry(entry, 'QUEUED')).toThrow('illegal queue entry transition COMPLETED → QUEUED')
+  })
+
+  it('lets a scheduled entry join the line or be cancelled, never start directly', () => {
+    expect(() => advanceEntry({ status: 'SCHEDULED' }, 'STARTING')).toThrow(IllegalTransitionError)
+    expect(Object.keys(ENTRY_TRANSITIONS).sort()).toEqual([...ENTRY_STATUSES].sort())
+  })
+
+  it('mirrors a finished run, and refuses one that has not finished', () => {
+    expect(entryStatusOf({ status: 'COMPLETED' })).toBe('COMPLETED')
+    expect(entryStatusOf({ status: 'FAILED' })).toBe('FAILED')
+    expect(entryStatusOf({ status: 'ABORTED' })).toBe('CANCELLED')
+    expect(() => entryStatusOf({ status: 'GENERATING' })).toThrow(IllegalTransitionError)
+  })
+})
