@@ -1,14 +1,6 @@
 import type { Backend, CatalogReader, Profile, Prompt } from '../domain/catalog.js'
 import { type Credential, resolveCredential, type SecretLookup } from '../domain/credentials.js'
-import {
-  envNameSchema,
-  idSchema,
-  type OutputContract,
-  parseInput,
-  type Role,
-  type SettingsLayer,
-  settingsLayerSchema,
-} from '../domain/definitions.js'
+import type { OutputContract, Role, SettingsLayer } from '../domain/definitions.js'
 import {
   CredentialsError,
   InvalidRequestError,
@@ -19,24 +11,10 @@ import {
 } from '../domain/errors.js'
 import { hashValue } from '../domain/hash.js'
 import { compileOutputSchema } from '../domain/output-schema.js'
-import type { ChatMessage } from '../domain/records.js'
+import type { ChatMessage, RunRequest } from '../domain/records.js'
 import { type EffectiveSettings, mergeSettings } from '../domain/settings.js'
 import { renderTemplates } from '../domain/template.js'
 import { unsupportedSetting } from '../providers/capabilities.js'
-
-/** What a caller asks to run (or to prepare, for a dry run). Unvalidated: `resolve` checks it. */
-export interface PrepareRequest {
-  tenantId: string
-  /** A catalog prompt; without one, `input` is sent as a plain user message. */
-  promptId?: string | null
-  /** The user's text: the plain message, or the prompt's `input` variable when it has none. */
-  input?: string | null
-  profileId?: string | null
-  variables?: unknown
-  overrides?: unknown
-  credentialEnv?: string | null
-  sessionId?: string | null
-}
 
 /** The session history a prompt renders after its system messages. */
 export interface SessionHistory {
@@ -104,18 +82,25 @@ export interface Resolution extends ProfileTarget {
   variables: Record<string, unknown>
 }
 
-/** The whole request as a model would receive it. */
-export interface PreparedPrompt extends Resolution {
-  messages: ChatMessage[]
+/** Resolved and rendered once, at admission: everything a run sends but the session history. */
+export interface AdmittedPrompt extends Resolution {
+  /** The leading system messages, which go before the history. */
+  leading: ChatMessage[]
   /** What this prompt adds to the conversation: its rendered messages after the system ones. */
   turn: ChatMessage[]
+}
+
+/** The whole request as a model receives it: the admitted prompt around the history as it is now. */
+export interface PreparedPrompt extends AdmittedPrompt {
+  messages: ChatMessage[]
   renderedHash: string
 }
 
 /**
- * DESIGN §2, resolution and completion phases: validate the request, load the prompt, pick and
- * load the profile and backend, merge settings, resolve credentials and the output contract;
- * then render the messages after the session history and hash them.
+ * DESIGN §2, resolution and completion phases, for a request validated at the service boundary:
+ * load the prompt, pick and load the profile and backend, merge settings, resolve credentials
+ * and the output contract, and render the templates (`admit`, once per request); then place the
+ * rendering around the session history as it is when the run starts and hash it (`assemble`).
  */
 export class PromptPreparer {
   constructor(
@@ -124,29 +109,20 @@ export class PromptPreparer {
     private readonly secrets: SecretLookup,
   ) {}
 
-  async prepare(request: PrepareRequest): Promise<PreparedPrompt> {
-    return this.complete(await this.resolve(request))
+  /** A dry run: admission and assembly at once. */
+  async prepare(tenantId: string, sessionId: string | null, request: RunRequest): Promise<PreparedPrompt> {
+    return this.assemble(await this.admit(tenantId, sessionId, request))
   }
 
-  /** Everything `prepare` checks, without reading the session history (for admission). */
-  async check(request: PrepareRequest): Promise<void> {
-    await this.complete({ ...(await this.resolve(request)), sessionId: null })
+  /** Resolves and renders a request without reading the history: what admission checks and keeps. */
+  async admit(tenantId: string, sessionId: string | null, request: RunRequest): Promise<AdmittedPrompt> {
+    return this.render(await this.resolve(tenantId, sessionId, request))
   }
 
-  async resolve(request: PrepareRequest): Promise<Resolution> {
-    const { tenantId } = request
-    // 1. validate the request
-    const promptId = request.promptId == null ? null : parseInput(idSchema, request.promptId, 'promptId')
-    const input = request.input ?? null
-    if (promptId === null && input === null) throw InvalidRequestError.at('promptId', 'give a promptId or an input text')
-    const requestProfileId = request.profileId == null ? null : parseInput(idSchema, request.profileId, 'profileId')
-    const sessionId = request.sessionId == null ? null : parseInput(idSchema, request.sessionId, 'sessionId')
-    const requestEnv = request.credentialEnv == null ? null : parseInput(envNameSchema, request.credentialEnv, 'credentialEnv')
-    const overrides = request.overrides == null ? null : parseInput(settingsLayerSchema, request.overrides, 'overrides')
+  private async resolve(tenantId: string, sessionId: string | null, request: RunRequest): Promise<Resolution> {
+    // 1. the request was validated by the service; a plain input is the `input` variable too
+    const { promptId, input, profileId: requestProfileId, overrides, credentialEnv: requestEnv } = request
     const given = request.variables ?? {}
-    if (typeof given !== 'object' || Array.isArray(given)) {
-      throw InvalidRequestError.at('variables', 'must be a JSON object of variable values')
-    }
     const variables: Record<string, unknown> = input !== null && !Object.hasOwn(given, 'input') ? { ...given, input } : { ...given }
     const session = sessionId === null ? null : await this.sessions.find(tenantId, sessionId)
     if (sessionId !== null && !session) throw new NotFoundError('session', sessionId)
@@ -238,7 +214,8 @@ export class PromptPreparer {
     return chain
   }
 
-  async complete(resolution: Resolution): Promise<PreparedPrompt> {
+  /** Step 7's schema check and the rendering of the templates; no history is read. */
+  private render(resolution: Resolution): AdmittedPrompt {
     const { prompt, output } = resolution
     if (prompt && output.kind === 'JSON_SCHEMA' && output.schema) {
       const { error } = compileOutputSchema(output.schema)
@@ -254,17 +231,21 @@ export class PromptPreparer {
       )
       rendered = templates.map((m, i) => ({ role: m.role, content: contents[i]! }))
     }
+    const leadingSystem = rendered.findIndex((m) => m.role !== 'system')
+    const split = leadingSystem < 0 ? rendered.length : leadingSystem
+    return { ...resolution, leading: rendered.slice(0, split), turn: rendered.slice(split) }
+  }
+
+  /** The admitted rendering after the leading system messages and the history as it is now. */
+  async assemble(admitted: AdmittedPrompt): Promise<PreparedPrompt> {
     const history: ChatMessage[] =
-      resolution.sessionId === null
+      admitted.sessionId === null
         ? []
-        : (await this.sessions.messages(resolution.tenantId, resolution.sessionId)).map((m) => ({
+        : (await this.sessions.messages(admitted.tenantId, admitted.sessionId)).map((m) => ({
             role: m.role as Role,
             content: m.content,
           }))
-    const leadingSystem = rendered.findIndex((m) => m.role !== 'system')
-    const split = leadingSystem < 0 ? rendered.length : leadingSystem
-    const turn = rendered.slice(split)
-    const messages = [...rendered.slice(0, split), ...history, ...turn]
-    return { ...resolution, messages, turn, renderedHash: hashValue(messages) }
+    const messages = [...admitted.leading, ...history, ...admitted.turn]
+    return { ...admitted, messages, renderedHash: hashValue(messages) }
   }
 }

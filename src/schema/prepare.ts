@@ -44,8 +44,7 @@ builder.queryField('preparePrompt', (t) =>
     description: 'A dry run: resolve profile, settings and credentials and render the messages, without calling a model.',
     args: { input: t.arg({ type: PreparePromptInput, required: true }) },
     resolve: (_root, { input }, ctx) =>
-      ctx.services.runs.prepare({
-        tenantId: ctx.tenantId,
+      ctx.services.runs.prepare(ctx.tenantId, {
         promptId: input.promptId == null ? null : String(input.promptId),
         input: input.input,
         profileId: input.profileId == null ? null : String(input.profileId),

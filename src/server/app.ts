@@ -72,6 +72,7 @@ export async function createApp(options: AppOptions, secrets: SecretLookup, logg
       bus,
       runs: store.runs,
       saves,
+      sessions: sessionMemory,
       logger,
       coalescer: options.coalescer ?? DEFAULT_COALESCER_OPTIONS,
       heartbeatMs: options.heartbeatMs ?? 5_000,
@@ -84,7 +85,6 @@ export async function createApp(options: AppOptions, secrets: SecretLookup, logg
       sessions: sessionMemory,
       saves,
       limits: { ...DEFAULT_QUEUE_LIMITS, ...options.limits },
-      logger,
     })
     const sessions = new SessionService(store, sessionMemory, catalog, queue)
     const services = {

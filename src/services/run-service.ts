@@ -1,27 +1,14 @@
 import { z } from 'zod'
-import { envNameSchema, idSchema, parseInput, settingsLayerSchema } from '../domain/definitions.js'
+import { idSchema, parseInput } from '../domain/definitions.js'
 import { NotFoundError } from '../domain/errors.js'
 import type { SessionEvent } from '../domain/events.js'
-import type { QueueEntryRecord, QueueEntryView, RunCursor, RunFilter, RunRecord, RunRequest, WhenBusy } from '../domain/records.js'
+import type { QueueEntryRecord, QueueEntryView, RunCursor, RunFilter, RunRecord, WhenBusy } from '../domain/records.js'
+import { MAX_TEXT, parseRunRequest } from '../domain/run-request.js'
 import type { SessionEventBus } from '../events/event-bus.js'
-import type { PromptQueue } from '../queue/prompt-queue.js'
-import type { PreparedPrompt, PrepareRequest, PromptPreparer } from '../runner/prepare.js'
+import type { AdmitRequest, PromptQueue } from '../queue/prompt-queue.js'
+import type { PreparedPrompt, PromptPreparer } from '../runner/prepare.js'
 import type { Store } from '../store/store.js'
 import type { SessionService } from './session-service.js'
-
-const MAX_TEXT = 1024 * 1024
-
-const runRequestSchema = z
-  .strictObject({
-    sessionId: idSchema,
-    promptId: idSchema.nullish(),
-    input: z.string().max(MAX_TEXT).nullish(),
-    variables: z.record(z.string(), z.unknown(), { error: 'must be a JSON object of variable values' }).nullish(),
-    profileId: idSchema.nullish(),
-    overrides: settingsLayerSchema.nullish(),
-    credentialEnv: envNameSchema.nullish(),
-  })
-  .refine((r) => r.promptId != null || r.input != null, { message: 'give a promptId or an input text', path: ['promptId'] })
 
 const scheduleSchema = z.strictObject({
   scheduleKey: z.string().min(1).max(256),
@@ -46,29 +33,23 @@ export class RunService {
   ) {}
 
   /** A dry run: resolution and rendering exactly as a run would do them, without a model call. */
-  prepare(request: PrepareRequest): Promise<PreparedPrompt> {
-    return this.preparer.prepare(request)
+  async prepare(tenantId: string, input: Record<string, unknown>): Promise<PreparedPrompt> {
+    const { sessionId, ...rest } = input
+    const session = sessionId == null ? null : parseInput(idSchema, sessionId, 'sessionId')
+    return this.preparer.prepare(tenantId, session, parseRunRequest(rest, ''))
   }
 
-  /** Validates a request fully (a dry run against the session) without admitting it. */
-  private async check(tenantId: string, input: Record<string, unknown>): Promise<{ sessionId: string; request: RunRequest }> {
-    const { sessionId, ...parsed } = parseInput(runRequestSchema, input, 'input')
+  /** Validates a request once and admits it: resolved and rendered, kept with its entry for the run. */
+  private async admission(tenantId: string, input: Record<string, unknown>): Promise<Omit<AdmitRequest, 'whenBusy'>> {
+    const { sessionId: rawSessionId, ...rest } = input
+    const sessionId = parseInput(idSchema, rawSessionId, 'input.sessionId')
+    const request = parseRunRequest(rest, 'input')
     await this.sessions.require(tenantId, sessionId)
-    const request: RunRequest = {
-      promptId: parsed.promptId ?? null,
-      input: parsed.input ?? null,
-      variables: parsed.variables ?? null,
-      profileId: parsed.profileId ?? null,
-      overrides: parsed.overrides ?? null,
-      credentialEnv: parsed.credentialEnv ?? null,
-    }
-    await this.preparer.check({ tenantId, sessionId, ...request })
-    return { sessionId, request }
+    return { tenantId, sessionId, request, admitted: await this.preparer.admit(tenantId, sessionId, request) }
   }
 
   async enqueue(tenantId: string, input: Record<string, unknown>, whenBusy: WhenBusy): Promise<QueueEntryRecord> {
-    const { sessionId, request } = await this.check(tenantId, input)
-    return this.queue.admit({ tenantId, sessionId, request, whenBusy })
+    return this.queue.admit({ ...(await this.admission(tenantId, input)), whenBusy })
   }
 
   /** Enqueues and waits for the run to end, or for `timeoutMs` (answering with the entry still running). */
@@ -87,11 +68,8 @@ export class RunService {
   async schedule(tenantId: string, input: Record<string, unknown>): Promise<QueueEntryRecord> {
     const { scheduleKey, debounceMs, ...rest } = input
     const schedule = parseInput(scheduleSchema, { scheduleKey, debounceMs }, 'input')
-    const { sessionId, request } = await this.check(tenantId, rest)
     return this.queue.admit({
-      tenantId,
-      sessionId,
-      request,
+      ...(await this.admission(tenantId, rest)),
       whenBusy: 'ENQUEUE',
       schedule: { key: schedule.scheduleKey, debounceMs: schedule.debounceMs ?? 0 },
     })

@@ -12,6 +12,7 @@ import {
   SessionEventsDocument,
   SessionsDocument,
   SteerPromptDocument,
+  UpsertPromptDocument,
 } from '../generated/graphql.js'
 import { providers } from '../helpers/databases.js'
 import { createSession, enqueue, slow, waitForEntry, words } from '../helpers/flow.js'
@@ -103,6 +104,23 @@ describe.each(providers)('sessions and the prompt queue (%s)', (provider) => {
     })
     const early = await t.request(RunPromptDocument, { input: { sessionId: s, input: words(5), overrides: slow(100) }, timeoutMs: 50 })
     expect(early.data!.runPrompt).toMatchObject({ entry: { status: 'RUNNING' }, run: { status: 'GENERATING' } })
+  })
+
+  it('runs the prompt version it admitted, though the prompt is edited before its turn', async () => {
+    const s = await createSession(t, 'admitted-version')
+    const prompt = (text: string) => ({ id: 'edited-later', defaultProfileId: 'fake-echo', messages: [{ role: 'USER' as const, content: text }] })
+    const first = await t.request(UpsertPromptDocument, { input: prompt('admitted {{input}}') })
+    expect(first.data!.upsertPrompt).toMatchObject({ prompt: { version: 1 } })
+    const blocker = await enqueue(t, { sessionId: s, input: words(5), overrides: slow(40) })
+    const waiting = await enqueue(t, { sessionId: s, promptId: 'edited-later', input: 'text' })
+    const edited = await t.request(UpsertPromptDocument, { input: prompt('edited {{input}}') })
+    expect(edited.data!.upsertPrompt).toMatchObject({ prompt: { version: 2 } })
+
+    await waitForEntry(t, s, blocker.queueId, ['COMPLETED'])
+    const done = await waitForEntry(t, s, waiting.queueId, ['COMPLETED'])
+    const run = (await t.request(RunDocument, { id: done.runId! })).data!.run!
+    expect(run).toMatchObject({ promptVersion: 1, output: 'admitted text' })
+    expect(requestsWith('edited text')).toEqual([])
   })
 
   it('REJECT admits nothing while the session is busy', async () => {

@@ -2,8 +2,9 @@ import { describe, expect, it } from 'vitest'
 import type { Backend, CatalogReader, Profile, Prompt } from '../../src/domain/catalog.js'
 import { Secret } from '../../src/domain/credentials.js'
 import type { PromptDefinition } from '../../src/domain/definitions.js'
+import { parseRunRequest } from '../../src/domain/run-request.js'
 import { templateVariables } from '../../src/domain/template.js'
-import { type PrepareRequest, PromptPreparer } from '../../src/runner/prepare.js'
+import { PromptPreparer } from '../../src/runner/prepare.js'
 
 function prompt(id: string, definition: Partial<PromptDefinition> = {}): Prompt {
   const full: PromptDefinition = {
@@ -59,9 +60,11 @@ const sessions = {
 }
 const env: Record<string, string> = { OPENAI_API_KEY: 'sk-env-secret' }
 const preparer = new PromptPreparer(catalog, sessions, (name) => env[name])
-const prepare = (request: Omit<PrepareRequest, 'tenantId'>) => preparer.prepare({ tenantId: 't', ...request })
+type PrepareRequest = Record<string, unknown> & { sessionId?: string }
+// validated once, as the service does at its boundary, then resolved and rendered
+const prepare = ({ sessionId, ...request }: PrepareRequest) => preparer.prepare('t', sessionId ?? null, parseRunRequest(request, ''))
 
-async function codeOf(request: Omit<PrepareRequest, 'tenantId'>): Promise<string> {
+async function codeOf(request: PrepareRequest): Promise<string> {
   try {
     await prepare(request)
   } catch (err) {

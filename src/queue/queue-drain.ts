@@ -1,0 +1,62 @@
+import { advanceEntry } from '../domain/lifecycles.js'
+import type { QueueEntryRecord } from '../domain/records.js'
+import type { AdmissionLimits } from './admission-limits.js'
+import type { DebounceScheduler } from './debounce-scheduler.js'
+import type { QueueEntryWriter } from './entry-writer.js'
+import type { RunSupervisor } from './run-supervisor.js'
+import type { SessionQueue } from './session-queue.js'
+
+export interface QueueDrainDeps {
+  supervisor: RunSupervisor
+  writer: QueueEntryWriter
+  admission: AdmissionLimits
+  scheduler: DebounceScheduler
+}
+
+/**
+ * The per-session drain loop: whenever a session is idle and has a due entry, it starts the
+ * next one (strictly one at a time, in queue order), and starts the one after when it ends.
+ * Scheduled entries join the line when their debounce fires.
+ */
+export class QueueDrain {
+  private stopped = false
+
+  constructor(private readonly deps: QueueDrainDeps) {}
+
+  /** Starts the next queued entry unless one is running. */
+  drain(queue: SessionQueue): void {
+    if (queue.active || queue.deleting || this.stopped) return
+    const next = queue.queued()[0]
+    if (next) void this.run(queue, next)
+  }
+
+  private async run(queue: SessionQueue, entry: QueueEntryRecord): Promise<void> {
+    this.deps.admission.release(entry.requestBytes)
+    const active = this.deps.supervisor.start(queue, entry)
+    queue.active = active
+    await active.done
+    queue.active = null
+    this.drain(queue)
+  }
+
+  /** (Re)starts a scheduled entry's debounce; when it fires the entry is queued. */
+  schedule(queue: SessionQueue, entry: QueueEntryRecord, delayMs: number): void {
+    this.deps.scheduler.arm(entry.queueId, delayMs, () => {
+      if (entry.status !== 'SCHEDULED') return
+      advanceEntry(entry, 'QUEUED')
+      this.deps.writer.save(entry)
+      this.deps.writer.publish(queue, 'QUEUED', entry)
+      this.drain(queue)
+    })
+  }
+
+  unschedule(queueId: string): void {
+    this.deps.scheduler.disarm(queueId)
+  }
+
+  /** Starts nothing more: for shutdown. */
+  stop(): void {
+    this.stopped = true
+    this.deps.scheduler.close()
+  }
+}

@@ -1,0 +1,155 @@
+import { NotFoundError, SteerRejectedError } from '../domain/errors.js'
+import { advanceEntry, entryStatusOf } from '../domain/lifecycles.js'
+import type { QueueEntryRecord, RunRecord } from '../domain/records.js'
+import { type RunExecutor, RunStop } from '../runner/run-executor.js'
+import type { RunStore } from '../store/run-store.js'
+import type { SaveQueue } from '../store/save-queue.js'
+import type { AdmissionLimits } from './admission-limits.js'
+import type { QueueEntryWriter } from './entry-writer.js'
+import type { ActiveRun, SessionQueue } from './session-queue.js'
+
+export interface RunSupervisorDeps {
+  executor: RunExecutor
+  writer: QueueEntryWriter
+  admission: AdmissionLimits
+  runs: RunStore
+  saves: SaveQueue
+}
+
+const now = () => new Date().toISOString()
+
+/**
+ * Owns the live runs of every session: starts an entry's run, mirrors it on the entry, stops it
+ * (cancel, abort, supersede, shutdown), takes its steers, and wakes whoever waits for an entry
+ * to end (`runPrompt`).
+ */
+export class RunSupervisor {
+  private readonly live = new Map<string, ActiveRun>()
+  private readonly waiters = new Map<string, Set<() => void>>()
+
+  constructor(private readonly deps: RunSupervisorDeps) {}
+
+  /** Starts a queued entry's run; `done` resolves once the entry is terminal and written. */
+  start(queue: SessionQueue, entry: QueueEntryRecord): ActiveRun {
+    const { writer, executor } = this.deps
+    advanceEntry(entry, 'STARTING')
+    entry.startedAt = now()
+    writer.save(entry)
+    writer.publish(queue, 'STARTED', entry)
+    const handle = executor.start(entry, queue.admitted.get(entry.queueId) ?? null)
+    queue.admitted.delete(entry.queueId)
+    entry.runId = handle.run.id
+    writer.save(entry) // replaces the STARTING write queued just before, now with its run
+    // RUNNING is not written: STARTING already marks it mid-run in the store
+    void handle.generating.then((started) => {
+      if (!started) return
+      advanceEntry(entry, 'RUNNING')
+      writer.publish(queue, 'RUNNING', entry)
+    })
+    const done = handle.finished.then((run) => {
+      advanceEntry(entry, entryStatusOf(run))
+      entry.finishedAt = now()
+      entry.error = run.errorCode ? { code: run.errorCode, message: run.errorMessage ?? '' } : null
+      entry.unappliedSteerIds = handle.steers.unapplied()
+      writer.finish(queue, entry)
+      this.live.delete(run.id)
+      this.ended(entry.queueId)
+    })
+    const active: ActiveRun = { entry, handle, done }
+    this.live.set(handle.run.id, active)
+    return active
+  }
+
+  /** Stops the session's running entry with CANCELLED and waits for its records. */
+  async cancel(active: ActiveRun): Promise<boolean> {
+    if (!active.handle.stop(new RunStop('CANCELLED', 'cancelled while running'))) return false
+    await active.done
+    await this.deps.saves.settled(active.entry.queueId)
+    return true
+  }
+
+  /** A newer prompt supersedes the running one; INTERRUPT keeps its turn in the history. */
+  supersede(active: ActiveRun, keepTurn: boolean): void {
+    const reason = keepTurn ? 'interrupted by a newer prompt' : 'rolled back for a newer prompt'
+    active.handle.stop(new RunStop('SUPERSEDED', reason, keepTurn))
+  }
+
+  /**
+   * Stops a run and returns its row once it is durably ABORTED. A run that already ended
+   * answers `aborted: false` with its row (an abort receipt).
+   */
+  async abort(tenantId: string, runId: string, reason: string | null): Promise<{ aborted: boolean; run: RunRecord }> {
+    const active = this.live.get(runId)
+    if (
+      active &&
+      active.entry.tenantId === tenantId &&
+      active.handle.stop(new RunStop('ABORTED', reason?.trim() || 'aborted by request'))
+    ) {
+      await active.done
+      await this.deps.saves.settled(runId)
+      return { aborted: true, run: { ...active.handle.run } }
+    }
+    await this.deps.saves.settled(runId)
+    const run = await this.deps.runs.find(tenantId, runId)
+    if (!run) throw new NotFoundError('run', runId)
+    return { aborted: false, run }
+  }
+
+  /** Accepts a steer for the session's running entry; the run applies it at its next token boundary. */
+  steer(queue: SessionQueue, queueId: string, steerId: string, text: string): { runId: string } {
+    const active = queue.active!
+    const { handle } = active
+    if (handle.steers.has(steerId)) throw new SteerRejectedError(`steer '${steerId}' was already accepted for this run`, 'DUPLICATE')
+    if (active.entry.status !== 'RUNNING' || !handle.stoppable)
+      throw new SteerRejectedError(`queue entry '${queueId}' is not running`, 'NOT_RUNNING')
+    this.deps.admission.check(queue, Buffer.byteLength(text), 1)
+    handle.steers.add({ steerId, text })
+    return { runId: handle.run.id }
+  }
+
+  /** A run's record while it is live, else null. */
+  liveRun(tenantId: string, runId: string): RunRecord | null {
+    const live = this.live.get(runId)?.handle.run
+    return live && live.tenantId === tenantId ? { ...live } : null
+  }
+
+  isRunning(runId: string): boolean {
+    return this.live.has(runId)
+  }
+
+  /** Tells whoever waits that an entry is terminal. */
+  ended(queueId: string): void {
+    for (const wake of this.waiters.get(queueId) ?? []) wake()
+    this.waiters.delete(queueId)
+  }
+
+  /** Resolves when the entry is terminal, or after `timeoutMs`. */
+  async waitForEntry(queueId: string, timeoutMs: number): Promise<void> {
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(done, timeoutMs)
+      const set = this.waiters.get(queueId) ?? new Set()
+      this.waiters.set(queueId, set)
+      set.add(done)
+      function done() {
+        clearTimeout(timer)
+        set.delete(done)
+        resolve()
+      }
+    })
+  }
+
+  /** Gives the live runs `graceMs` to finish, then stops the rest with SHUTDOWN and waits for their records. */
+  async close(graceMs: number): Promise<void> {
+    const running = [...this.live.values()]
+    let grace: NodeJS.Timeout | undefined
+    await Promise.race([
+      Promise.all(running.map((a) => a.done)),
+      new Promise((resolve) => {
+        grace = setTimeout(resolve, graceMs)
+      }),
+    ])
+    clearTimeout(grace)
+    for (const active of running) active.handle.stop(new RunStop('SHUTDOWN', 'the server shut down during the run'))
+    await Promise.all(running.map((a) => a.done))
+  }
+}

@@ -1,0 +1,60 @@
+import type { QueueEntryRecord } from '../domain/records.js'
+import type { AdmittedPrompt } from '../runner/prepare.js'
+import type { RunHandle } from '../runner/run-executor.js'
+
+/** The entry a session is running and the runner's handle on its run. */
+export interface ActiveRun {
+  entry: QueueEntryRecord
+  handle: RunHandle
+  /** Resolves once the entry is terminal and written. */
+  done: Promise<void>
+}
+
+/** The in-memory side of one session's queue; the store holds the durable side. */
+export class SessionQueue {
+  /** Queued, scheduled and running entries. */
+  readonly outstanding = new Map<string, QueueEntryRecord>()
+  /** What admission resolved and rendered for each waiting entry, reused when it runs. */
+  readonly admitted = new Map<string, AdmittedPrompt>()
+  active: ActiveRun | null = null
+  deleting = false
+  /** Terminal entries in the store; unknown (null) until the first prune counts them. */
+  terminalCount: number | null = null
+
+  constructor(
+    readonly tenantId: string,
+    readonly sessionId: string,
+    public nextQueueSequence: number,
+  ) {}
+
+  get busy(): boolean {
+    return this.active !== null || this.queued().length > 0
+  }
+
+  /** Queued entries in the order they will run: higher priority first, then admission order. */
+  queued(): QueueEntryRecord[] {
+    return [...this.outstanding.values()]
+      .filter((e) => e.status === 'QUEUED')
+      .sort((a, b) => b.priority - a.priority || a.queueSequence - b.queueSequence)
+  }
+
+  scheduled(key: string): QueueEntryRecord | undefined {
+    for (const entry of this.outstanding.values()) if (entry.status === 'SCHEDULED' && entry.scheduleKey === key) return entry
+    return undefined
+  }
+
+  /** Outstanding prompts and unapplied steers, with their bytes (what the session's limits count). */
+  usage(): { count: number; bytes: number } {
+    let count = 0
+    let bytes = 0
+    for (const entry of this.outstanding.values()) {
+      count++
+      bytes += entry.requestBytes
+    }
+    if (this.active) {
+      count += this.active.handle.steers.pendingCount
+      bytes += this.active.handle.steers.pendingBytes
+    }
+    return { count, bytes }
+  }
+}

@@ -1,0 +1,42 @@
+import type { SessionEventBus } from '../events/event-bus.js'
+import type { QueueStore } from '../store/queue-store.js'
+import { SessionQueue } from './session-queue.js'
+
+const sessionKey = (tenantId: string, sessionId: string) => `${tenantId}/${sessionId}`
+
+/** Every loaded session queue, each loaded once: its event stream opened, its numbering restored. */
+export class SessionQueues {
+  private readonly loaded = new Map<string, Promise<SessionQueue>>()
+
+  constructor(
+    private readonly bus: SessionEventBus,
+    private readonly entries: QueueStore,
+  ) {}
+
+  get(tenantId: string, sessionId: string): Promise<SessionQueue> {
+    const key = sessionKey(tenantId, sessionId)
+    let loading = this.loaded.get(key)
+    if (!loading) {
+      loading = (async () => {
+        await this.bus.open(tenantId, sessionId)
+        return new SessionQueue(tenantId, sessionId, (await this.entries.maxQueueSequence(tenantId, sessionId)) + 1)
+      })()
+      this.loaded.set(key, loading)
+      loading.catch(() => this.loaded.delete(key))
+    }
+    return loading
+  }
+
+  /** The queue if it was ever loaded, without loading it. */
+  peek(tenantId: string, sessionId: string): Promise<SessionQueue> | undefined {
+    return this.loaded.get(sessionKey(tenantId, sessionId))
+  }
+
+  all(): Promise<SessionQueue[]> {
+    return Promise.all(this.loaded.values())
+  }
+
+  forget(tenantId: string, sessionId: string): void {
+    this.loaded.delete(sessionKey(tenantId, sessionId))
+  }
+}
