@@ -1,10 +1,18 @@
 import type { CapacitySnapshot } from '../capacity/capacity-pool.js'
 import type { Backend } from '../domain/catalog.js'
-import { BACKEND_KINDS } from '../domain/definitions.js'
+import type { BackendKind } from '../domain/definitions.js'
 import { builder } from './builder.js'
+import { describedValues } from './described.js'
 import { settingsJson } from './settings.js'
 
-export const BackendKindEnum = builder.enumType('BackendKind', { values: BACKEND_KINDS })
+export const BackendKindEnum = builder.enumType('BackendKind', {
+  description: 'Which vendor API a backend speaks.',
+  values: describedValues<BackendKind>({
+    OPENAI: 'The OpenAI chat completions API, through the official openai SDK.',
+    ANTHROPIC: 'The Anthropic messages API, through the official @anthropic-ai/sdk.',
+    FAKE: 'The built-in fake backend: model echo streams the last user message back; no key needed.',
+  }),
+})
 
 const CapacityRef = builder.objectRef<CapacitySnapshot>('BackendCapacity').implement({
   description: "A backend's limits and their use right now.",
@@ -12,26 +20,26 @@ const CapacityRef = builder.objectRef<CapacitySnapshot>('BackendCapacity').imple
     maxAccepted: t.exposeInt('maxAccepted', { description: 'Runs accepted at once (from admission to their end).' }),
     maxActive: t.exposeInt('maxActive', { description: 'Model calls in flight at once.' }),
     maxWaiting: t.exposeInt('maxWaiting', { description: 'Runs allowed to wait for acceptance; past that, CAPACITY.' }),
-    accepted: t.exposeInt('accepted'),
-    active: t.exposeInt('active'),
-    waiting: t.exposeInt('waiting'),
+    accepted: t.exposeInt('accepted', { description: 'Runs holding a lease now.' }),
+    active: t.exposeInt('active', { description: 'Model calls in flight now.' }),
+    waiting: t.exposeInt('waiting', { description: 'Runs waiting for a lease now.' }),
   }),
 })
 
 const PriceRef = builder.objectRef<{ model: string; inputPerMillion: number; outputPerMillion: number }>('ModelPrice').implement({
   description: 'USD per million tokens.',
   fields: (t) => ({
-    model: t.exposeString('model'),
-    inputPerMillion: t.exposeFloat('inputPerMillion'),
-    outputPerMillion: t.exposeFloat('outputPerMillion'),
+    model: t.exposeString('model', { description: 'The model priced.' }),
+    inputPerMillion: t.exposeFloat('inputPerMillion', { description: 'USD per million input tokens.' }),
+    outputPerMillion: t.exposeFloat('outputPerMillion', { description: 'USD per million output tokens.' }),
   }),
 })
 
 export const BackendRef = builder.objectRef<Backend>('Backend').implement({
   description: 'A provider connection, defined in the server catalog.',
   fields: (t) => ({
-    id: t.exposeID('id'),
-    kind: t.field({ type: BackendKindEnum, resolve: (b) => b.kind }),
+    id: t.exposeID('id', { description: 'The backend id.' }),
+    kind: t.field({ type: BackendKindEnum, description: 'Which vendor API it speaks.', resolve: (b) => b.kind }),
     baseUrl: t.string({
       nullable: true,
       description: "The API base URL; null leaves it to the vendor SDK's default.",
@@ -43,8 +51,16 @@ export const BackendRef = builder.objectRef<Backend>('Backend').implement({
       resolve: (b) => b.credentialEnv ?? null,
     }),
     settings: t.field({ type: 'JSON', description: 'The backend settings layer.', resolve: (b) => settingsJson(b.settings) }),
-    capacity: t.field({ type: CapacityRef, resolve: (b, _args, ctx) => ctx.services.catalog.capacityOf(b) }),
-    prices: t.field({ type: [PriceRef], resolve: (b) => Object.entries(b.prices ?? {}).map(([model, price]) => ({ model, ...price })) }),
+    capacity: t.field({
+      type: CapacityRef,
+      description: 'Its limits and their use right now.',
+      resolve: (b, _args, ctx) => ctx.services.catalog.capacityOf(b),
+    }),
+    prices: t.field({
+      type: [PriceRef],
+      description: 'Catalog prices by model; a model without one has a null cost.',
+      resolve: (b) => Object.entries(b.prices ?? {}).map(([model, price]) => ({ model, ...price })),
+    }),
   }),
 })
 

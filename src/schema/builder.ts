@@ -21,6 +21,7 @@ export const builder = new SchemaBuilder<{
     directResult: true,
     defaultUnionOptions: {
       name: ({ fieldName }) => `${fieldName.charAt(0).toUpperCase()}${fieldName.slice(1)}Result`,
+      description: 'The payload on success, or one of the typed errors this mutation answers with (each implements Error).',
     },
   },
   relay: {
@@ -28,10 +29,28 @@ export const builder = new SchemaBuilder<{
     cursorType: 'String',
     nodeQueryOptions: false,
     nodesQueryOptions: false,
+    pageInfoTypeOptions: { description: 'Where a page is in the whole list.' },
+    hasNextPageFieldOptions: { description: 'True when more items follow: ask again with after = endCursor.' },
+    hasPreviousPageFieldOptions: { description: 'True when the page was asked for with an after cursor.' },
+    startCursorFieldOptions: { description: 'The cursor of the first item; null for an empty page.' },
+    endCursorFieldOptions: { description: 'The cursor of the last item, for the next page; null for an empty page.' },
+    defaultConnectionTypeOptions: { description: 'A page of a list (a Relay connection).' },
+    defaultEdgeTypeOptions: { description: 'One item of a page, with its cursor.' },
+    edgesFieldOptions: { description: 'The items of this page, in order.' },
+    pageInfoFieldOptions: { description: 'Where this page is in the whole list.' },
+    cursorFieldOptions: { description: 'An opaque position: pass it as after to get the items that follow.' },
+    nodeFieldOptions: { description: 'The item.' },
+    firstArgOptions: { description: 'Page size: 50 by default, at most 200.' },
+    afterArgOptions: { description: 'The endCursor of the previous page; absent for the first page.' },
+    beforeArgOptions: { description: 'Not supported (forward paging only): answers INVALID_REQUEST.' },
+    lastArgOptions: { description: 'Not supported (forward paging only): answers INVALID_REQUEST.' },
   },
 })
 
+/** The builder's type parameters, for helpers that build fields or arguments. */
+export type BuilderTypes = typeof builder extends PothosSchemaTypes.SchemaBuilder<infer T> ? T : never
+
 builder.addScalarType('JSON', JSONResolver)
 builder.addScalarType('DateTime', DateTimeResolver)
-builder.queryType({})
-builder.mutationType({})
+builder.queryType({ description: 'Reads: the catalog, dry runs, sessions, queue entries and runs.' })
+builder.mutationType({ description: 'Changes: the catalog, sessions, and prompts admitted, scheduled, steered, cancelled and aborted.' })

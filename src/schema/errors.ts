@@ -2,7 +2,6 @@ import { GraphQLError } from 'graphql'
 import {
   CapacityError,
   CredentialsError,
-  ERROR_CODES,
   type ErrorCode,
   InvalidRequestError,
   NotFoundError,
@@ -16,10 +15,29 @@ import {
   SteerRejectedError,
 } from '../domain/errors.js'
 import { builder } from './builder.js'
+import { describedValues } from './described.js'
 
 export const ErrorCodeEnum = builder.enumType('ErrorCode', {
   description: 'Why an operation failed. Also in `extensions.code` of top-level errors.',
-  values: ERROR_CODES,
+  values: describedValues<ErrorCode>({
+    INVALID_REQUEST: 'The input was malformed or out of range (the message names the field); nothing changed.',
+    NOT_FOUND: 'A referenced object does not exist for this tenant.',
+    PROFILE_REQUIRED: 'No profile was given and the prompt and session have no default one.',
+    CREDENTIALS: 'No candidate profile has an API key; the message names the variables to set.',
+    PROMPT_LOAD: 'A stored prompt could not be loaded (e.g. its output schema does not compile).',
+    PROFILE_LOAD: 'A profile, a failover candidate or its backend could not be loaded.',
+    RENDER: 'A template could not be rendered, e.g. a variable is missing.',
+    CAPACITY: "The backend's capacity and its waiting line are full.",
+    QUEUE_FULL: 'An admission limit was reached; nothing was queued.',
+    SESSION_BUSY: 'The session is busy and whenBusy was REJECT.',
+    STEER_REJECTED: 'The steer was a duplicate or the entry was not running.',
+    GENERATION: 'The model call failed (after retries and failover) or its stream was cut.',
+    VALIDATION: 'The output contract could not be checked at all.',
+    CANCELLED: 'Cancelled or aborted before it finished.',
+    UNAUTHENTICATED: 'No valid API key was given.',
+    FORBIDDEN: "The API key's role does not allow this.",
+    INTERNAL: 'Something unexpected went wrong on the server; no detail is given.',
+  }),
 })
 
 export const ErrorInterface = builder.interfaceRef<PromptlineError>('Error').implement({
@@ -60,7 +78,7 @@ builder.objectType(CapacityError, {
   name: 'CapacityError',
   description: 'The backend accepts no more runs and its waiting line is full.',
   interfaces: [ErrorInterface],
-  fields: (t) => ({ backendId: t.exposeID('backendId') }),
+  fields: (t) => ({ backendId: t.exposeID('backendId', { description: 'The backend that is full.' }) }),
 })
 
 builder.objectType(SessionBusyError, {
@@ -70,6 +88,7 @@ builder.objectType(SessionBusyError, {
 })
 
 const SteerRejectionReasonEnum = builder.enumType('SteerRejectionReason', {
+  description: 'Why a steer was not accepted.',
   values: {
     DUPLICATE: { description: 'This steerId was already accepted for the run.' },
     NOT_RUNNING: { description: 'The entry is not running (queued, finished, or finishing).' },
@@ -80,7 +99,7 @@ builder.objectType(SteerRejectedError, {
   name: 'SteerRejectedError',
   description: 'The steer was not accepted.',
   interfaces: [ErrorInterface],
-  fields: (t) => ({ reason: t.field({ type: SteerRejectionReasonEnum, resolve: (e) => e.reason }) }),
+  fields: (t) => ({ reason: t.field({ type: SteerRejectionReasonEnum, description: 'Why it was refused.', resolve: (e) => e.reason }) }),
 })
 
 /** Errors of the resolution phase, returned at admission so a bad prompt is refused at once. */

@@ -1,5 +1,6 @@
-import { QUEUE_ENTRY_EVENT_KINDS, type SessionEvent, type SessionEventType } from '../domain/events.js'
+import type { QueueEntryEventKind, SessionEvent, SessionEventType } from '../domain/events.js'
 import { builder } from './builder.js'
+import { describedValues } from './described.js'
 import { QueueEntryRef } from './queue-entry.js'
 import { RunRef } from './run.js'
 import { MessageRef } from './session.js'
@@ -21,19 +22,27 @@ export const SessionEventRef = builder.interfaceRef<SessionEvent>('SessionEvent'
   resolveType: (event) => TYPE_NAMES[event.type],
   fields: (t) => ({
     sequence: t.exposeInt('sequence', { description: 'Unique and increasing within the session; never reused.' }),
-    at: t.field({ type: 'DateTime', resolve: (e) => e.at }),
-    sessionId: t.exposeID('sessionId'),
+    at: t.field({ type: 'DateTime', description: 'When it happened.', resolve: (e) => e.at }),
+    sessionId: t.exposeID('sessionId', { description: 'The session whose stream it belongs to.' }),
     runId: t.exposeID('runId', { nullable: true, description: 'The run it belongs to, if any.' }),
   }),
 })
 
-const QueueEntryEventKindEnum = builder.enumType('QueueEntryEventKind', { values: QUEUE_ENTRY_EVENT_KINDS })
+const QueueEntryEventKindEnum = builder.enumType('QueueEntryEventKind', {
+  description: 'What happened to a queue entry.',
+  values: describedValues<QueueEntryEventKind>({
+    QUEUED: 'It was admitted, a scheduled one joined the line, or a key was re-scheduled.',
+    STARTED: 'Its run is starting.',
+    RUNNING: 'Its run began generating.',
+    FINISHED: 'It is terminal: completed, failed or cancelled.',
+  }),
+})
 
 builder.objectRef<Of<'QUEUE_ENTRY'>>('QueueEntryEvent').implement({
   description: 'A queue entry was queued (or re-scheduled), started, began generating, or finished.',
   interfaces: [SessionEventRef],
   fields: (t) => ({
-    kind: t.field({ type: QueueEntryEventKindEnum, resolve: (e) => e.kind }),
+    kind: t.field({ type: QueueEntryEventKindEnum, description: 'What happened.', resolve: (e) => e.kind }),
     entry: t.field({ type: QueueEntryRef, description: 'The entry as it was then.', resolve: (e) => e.entry }),
   }),
 })
@@ -48,28 +57,36 @@ builder.objectRef<Of<'TOKEN_DELTA'>>('TokenDeltaEvent').implement({
   description: "Generated text. A run's deltas of its last attempt, joined, equal its output.",
   interfaces: [SessionEventRef],
   fields: (t) => ({
-    runId: t.id({ resolve: (e) => e.runId! }),
-    text: t.exposeString('text'),
+    runId: t.id({ description: 'The run that generated it.', resolve: (e) => e.runId! }),
+    text: t.exposeString('text', { description: 'The text since the previous delta (several tokens may be merged into one event).' }),
     attempt: t.exposeInt('attempt', { description: '0 for the first generation, 1 for the first repair, …' }),
     candidate: t.exposeID('candidate', { nullable: true, description: 'For a parallel prompt: the profile whose answer this is.' }),
   }),
 })
 
 builder.objectRef<Of<'STEER_ACCEPTED'>>('SteerAcceptedEvent').implement({
+  description: 'A steer was accepted; it is applied at the next token boundary (SteerAppliedEvent).',
   interfaces: [SessionEventRef],
-  fields: (t) => ({ steerId: t.exposeID('steerId'), queueId: t.exposeID('queueId'), runId: t.id({ resolve: (e) => e.runId! }) }),
+  fields: (t) => ({
+    steerId: t.exposeID('steerId', { description: 'Your id for the steer.' }),
+    queueId: t.exposeID('queueId', { description: 'The entry it steers.' }),
+    runId: t.id({ description: 'The run that will apply it.', resolve: (e) => e.runId! }),
+  }),
 })
 
 builder.objectRef<Of<'STEER_APPLIED'>>('SteerAppliedEvent').implement({
   description: 'The steer text went to the model as user input; the tokens after this event answer it.',
   interfaces: [SessionEventRef],
-  fields: (t) => ({ steerId: t.exposeID('steerId'), runId: t.id({ resolve: (e) => e.runId! }) }),
+  fields: (t) => ({
+    steerId: t.exposeID('steerId', { description: 'Your id for the steer.' }),
+    runId: t.id({ description: 'The run that applied it.', resolve: (e) => e.runId! }),
+  }),
 })
 
 builder.objectRef<Of<'MESSAGE_CREATED'>>('MessageCreatedEvent').implement({
   description: 'A message was added to the conversation.',
   interfaces: [SessionEventRef],
-  fields: (t) => ({ message: t.field({ type: MessageRef, resolve: (e) => e.message }) }),
+  fields: (t) => ({ message: t.field({ type: MessageRef, description: 'The new message.', resolve: (e) => e.message }) }),
 })
 
 builder.objectRef<Of<'RUN_FINISHED'>>('RunFinishedEvent').implement({
@@ -79,11 +96,15 @@ builder.objectRef<Of<'RUN_FINISHED'>>('RunFinishedEvent').implement({
 })
 
 builder.subscriptionType({
+  description: 'Live streams over graphql-ws or SSE; each resumes without loss from the last sequence seen.',
   fields: (t) => ({
     sessionEvents: t.field({
       type: SessionEventRef,
       description: 'Every event of a session, in order: after afterSequence (replayed, then live), or from now on.',
-      args: { sessionId: t.arg.id({ required: true }), afterSequence: t.arg.int() },
+      args: {
+        sessionId: t.arg.id({ required: true, description: 'The session to follow.' }),
+        afterSequence: t.arg.int({ description: 'Replay the events after this sequence first; absent: only events from now on.' }),
+      },
       subscribe: (_root, { sessionId, afterSequence }, ctx) =>
         ctx.services.runs.sessionEvents(ctx.tenantId, String(sessionId), afterSequence ?? null),
       resolve: (event) => event,
@@ -91,7 +112,10 @@ builder.subscriptionType({
     runEvents: t.field({
       type: SessionEventRef,
       description: 'The events of one run after afterSequence (from its start by default); completes after its RunFinishedEvent.',
-      args: { runId: t.arg.id({ required: true }), afterSequence: t.arg.int() },
+      args: {
+        runId: t.arg.id({ required: true, description: 'The run to follow.' }),
+        afterSequence: t.arg.int({ description: "Replay the run's events after this sequence first (default 0: from its start)." }),
+      },
       subscribe: (_root, { runId, afterSequence }, ctx) => ctx.services.runs.runEvents(ctx.tenantId, String(runId), afterSequence ?? null),
       resolve: (event) => event,
     }),

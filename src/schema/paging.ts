@@ -1,4 +1,6 @@
+import type { ArgBuilder } from '@pothos/core'
 import { InvalidRequestError } from '../domain/errors.js'
+import type { BuilderTypes } from './builder.js'
 
 export const PAGE_DEFAULT = 50
 export const PAGE_MAX = 200
@@ -31,6 +33,14 @@ export function forwardPage(args: ConnectionArgs, kind: string, size: number): {
   const first = args.first ?? PAGE_DEFAULT
   if (first < 0 || first > PAGE_MAX) throw InvalidRequestError.at('first', `must be between 0 and ${PAGE_MAX}`)
   return { first, after: args.after ? decodeCursor(kind, args.after, size) : null }
+}
+
+/** The forward paging arguments of a list field. */
+export function pageArgs(arg: ArgBuilder<BuilderTypes>) {
+  return {
+    first: arg.int({ description: `Page size: ${PAGE_DEFAULT} by default, at most ${PAGE_MAX}.` }),
+    after: arg.string({ description: 'The endCursor of the previous page; absent for the first page.' }),
+  }
 }
 
 /** A Relay connection from `first + 1` fetched rows. */

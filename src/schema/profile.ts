@@ -21,7 +21,7 @@ const CredentialSourceKindEnum = builder.enumType('CredentialSourceKind', {
 export const CredentialSourceRef = builder.objectRef<Credential>('CredentialSource').implement({
   description: 'Which credential a request would use. Never its value.',
   fields: (t) => ({
-    source: t.field({ type: CredentialSourceKindEnum, resolve: (c) => c.source }),
+    source: t.field({ type: CredentialSourceKindEnum, description: 'Which source wins.', resolve: (c) => c.source }),
     name: t.string({ nullable: true, description: 'The environment variable name, if any.', resolve: (c) => c.name }),
     available: t.boolean({ description: 'Whether the credential is set (always true when none is needed).', resolve: (c) => c.available }),
   }),
@@ -30,16 +30,16 @@ export const CredentialSourceRef = builder.objectRef<Credential>('CredentialSour
 export const ProfileRef = builder.objectRef<Profile>('Profile').implement({
   description: 'A named target: backend, model, settings and credential source.',
   fields: (t) => ({
-    id: t.exposeID('id'),
-    source: t.field({ type: DefinitionSourceEnum, resolve: (p) => p.source }),
-    backendId: t.exposeID('backendId'),
+    id: t.exposeID('id', { description: 'The profile id.' }),
+    source: t.field({ type: DefinitionSourceEnum, description: 'Catalog file or API.', resolve: (p) => p.source }),
+    backendId: t.exposeID('backendId', { description: 'The backend it sends to.' }),
     backend: t.field({
       type: BackendRef,
       nullable: true,
       description: 'Null when the backend no longer exists.',
       resolve: (p, _args, ctx) => ctx.services.catalog.listBackends().find((b) => b.id === p.backendId) ?? null,
     }),
-    model: t.exposeString('model'),
+    model: t.exposeString('model', { description: 'The model it asks for.' }),
     endpoint: t.string({ nullable: true, description: "Overrides the backend's base URL.", resolve: (p) => p.endpoint ?? null }),
     settings: t.field({ type: 'JSON', description: 'The profile settings layer.', resolve: (p) => settingsJson(p.settings) }),
     credentialEnv: t.string({
@@ -55,16 +55,24 @@ export const ProfileRef = builder.objectRef<Profile>('Profile').implement({
 const ProfileInspectionRef = builder.objectRef<ProfileInspection>('ProfileInspection').implement({
   description: 'What a run with this profile (and no request overrides) would use.',
   fields: (t) => ({
-    profile: t.field({ type: ProfileRef, resolve: (i) => i.profile }),
-    backend: t.field({ type: BackendRef, resolve: (i) => i.backend }),
-    endpoint: t.string({ nullable: true, resolve: (i) => i.endpoint }),
-    model: t.exposeString('model'),
+    profile: t.field({ type: ProfileRef, description: 'The profile itself.', resolve: (i) => i.profile }),
+    backend: t.field({ type: BackendRef, description: 'Its backend.', resolve: (i) => i.backend }),
+    endpoint: t.string({
+      nullable: true,
+      description: "The base URL requests go to; null for the vendor's default.",
+      resolve: (i) => i.endpoint,
+    }),
+    model: t.exposeString('model', { description: 'The model it asks for.' }),
     settings: t.field({
       type: 'JSON',
       description: 'Effective settings: defaults < backend < profile.',
       resolve: (i) => settingsJson(i.settings),
     }),
-    credential: t.field({ type: CredentialSourceRef, resolve: (i) => i.credential }),
+    credential: t.field({
+      type: CredentialSourceRef,
+      description: 'Where the API key comes from (never its value).',
+      resolve: (i) => i.credential,
+    }),
   }),
 })
 
@@ -78,35 +86,38 @@ builder.queryFields((t) => ({
     type: ProfileRef,
     nullable: true,
     description: 'A profile by id, or null.',
-    args: { id: t.arg.id({ required: true }) },
+    args: { id: t.arg.id({ required: true, description: 'The profile id.' }) },
     resolve: (_root, { id }, ctx) => ctx.services.catalog.getProfile(ctx.tenantId, String(id)),
   }),
   inspectProfile: t.field({
     type: ProfileInspectionRef,
     description: 'Effective settings and credential source of a profile. NOT_FOUND when it does not exist.',
-    args: { id: t.arg.id({ required: true }) },
+    args: { id: t.arg.id({ required: true, description: 'The profile id.' }) },
     resolve: (_root, { id }, ctx) => ctx.services.catalog.inspectProfile(ctx.tenantId, String(id)),
   }),
 }))
 
 const UpsertProfileInput = builder.inputType('UpsertProfileInput', {
+  description: 'A profile of this tenant.',
   fields: (t) => ({
     id: t.id({ required: true, description: '1-128 characters of A-Z a-z 0-9 _ . -' }),
-    backendId: t.id({ required: true }),
-    model: t.string({ required: true }),
+    backendId: t.id({ required: true, description: 'A configured backend.' }),
+    model: t.string({ required: true, description: "The vendor's model name." }),
     endpoint: t.string({ description: "An http(s) URL overriding the backend's base URL." }),
-    settings: t.field({ type: SettingsOverrideInput }),
+    settings: t.field({ type: SettingsOverrideInput, description: 'The profile settings layer, over the backend.' }),
     credentialEnv: t.string({ description: 'The environment variable that holds the API key.' }),
     candidates: t.idList({ description: 'Failover profiles, in priority order.' }),
   }),
 })
 
 const UpsertProfilePayload = builder.objectRef<{ profile: Profile }>('UpsertProfilePayload').implement({
-  fields: (t) => ({ profile: t.field({ type: ProfileRef, resolve: (p) => p.profile }) }),
+  description: 'The saved profile.',
+  fields: (t) => ({ profile: t.field({ type: ProfileRef, description: 'The profile as saved.', resolve: (p) => p.profile }) }),
 })
 
 const DeleteProfilePayload = builder.objectRef<{ deletedId: string }>('DeleteProfilePayload').implement({
-  fields: (t) => ({ deletedId: t.exposeID('deletedId') }),
+  description: 'The deleted profile.',
+  fields: (t) => ({ deletedId: t.exposeID('deletedId', { description: 'The id of the profile deleted.' }) }),
 })
 
 builder.mutationFields((t) => ({
@@ -114,14 +125,14 @@ builder.mutationFields((t) => ({
     type: UpsertProfilePayload,
     description: "Creates or replaces this tenant's profile.",
     errors: { types: [NotFoundError] },
-    args: { input: t.arg({ type: UpsertProfileInput, required: true }) },
+    args: { input: t.arg({ type: UpsertProfileInput, required: true, description: 'The profile.' }) },
     resolve: async (_root, { input }, ctx) => ({ profile: await ctx.services.catalog.upsertProfile(ctx.tenantId, input) }),
   }),
   deleteProfile: t.field({
     type: DeleteProfilePayload,
     description: "Deletes this tenant's profile.",
     errors: { types: [NotFoundError] },
-    args: { id: t.arg.id({ required: true }) },
+    args: { id: t.arg.id({ required: true, description: 'The profile to delete.' }) },
     resolve: async (_root, { id }, ctx) => ({ deletedId: await ctx.services.catalog.deleteProfile(ctx.tenantId, String(id)) }),
   }),
 }))

@@ -1,7 +1,8 @@
 import type { Prompt } from '../domain/catalog.js'
-import { OUTPUT_KINDS, type OutputContract, type ParallelSpec, type Role } from '../domain/definitions.js'
+import type { OutputContract, OutputKind, ParallelSpec, Role } from '../domain/definitions.js'
 import { NotFoundError } from '../domain/errors.js'
 import { builder } from './builder.js'
+import { describedValues } from './described.js'
 import { encodeCursor, forwardPage, PAGE_DEFAULT, PAGE_MAX, toConnection } from './paging.js'
 
 export const DefinitionSourceEnum = builder.enumType('DefinitionSource', {
@@ -13,35 +14,41 @@ export const DefinitionSourceEnum = builder.enumType('DefinitionSource', {
 })
 
 export const RoleEnum = builder.enumType('Role', {
+  description: 'Who says a message.',
   values: {
-    SYSTEM: { value: 'system' as Role },
-    USER: { value: 'user' as Role },
-    ASSISTANT: { value: 'assistant' as Role },
+    SYSTEM: { value: 'system' as Role, description: 'Instructions to the model; leading system messages go before the history.' },
+    USER: { value: 'user' as Role, description: 'The user: prompts, inputs and steers.' },
+    ASSISTANT: { value: 'assistant' as Role, description: 'The model: its answers.' },
   },
 })
 
 export const OutputKindEnum = builder.enumType('OutputKind', {
   description: 'What a run must answer: free text, any JSON, or JSON matching a schema.',
-  values: OUTPUT_KINDS,
+  values: describedValues<OutputKind>({
+    TEXT: 'Any text.',
+    JSON: 'Text that parses as JSON (one ``` fence around it is taken off).',
+    JSON_SCHEMA: "JSON valid against the prompt's JSON Schema.",
+  }),
 })
 
 export const ChatMessageRef = builder.objectRef<{ role: Role; content: string }>('ChatMessage').implement({
   description: 'One message: a template in a prompt, or a rendered message sent to a model.',
   fields: (t) => ({
-    role: t.field({ type: RoleEnum, resolve: (m) => m.role }),
-    content: t.exposeString('content'),
+    role: t.field({ type: RoleEnum, description: 'Who says it.', resolve: (m) => m.role }),
+    content: t.exposeString('content', { description: 'The template or the rendered text.' }),
   }),
 })
 
 export const OutputContractRef = builder.objectRef<OutputContract>('OutputContract').implement({
   description: 'The output a prompt promises.',
   fields: (t) => ({
-    kind: t.field({ type: OutputKindEnum, resolve: (o) => o.kind }),
+    kind: t.field({ type: OutputKindEnum, description: 'What the answer must be.', resolve: (o) => o.kind }),
     schema: t.field({ type: 'JSON', nullable: true, description: 'The JSON Schema, for JSON_SCHEMA.', resolve: (o) => o.schema }),
   }),
 })
 
 const ParallelSelectEnum = builder.enumType('ParallelSelect', {
+  description: 'How a parallel prompt picks its answer.',
   values: {
     FIRST_VALID: { description: 'The first answer that meets the output contract; the others are stopped.' },
     BEST_OF: { description: 'All answer; the judge prompt picks the best.' },
@@ -51,8 +58,8 @@ const ParallelSelectEnum = builder.enumType('ParallelSelect', {
 const ParallelRef = builder.objectRef<ParallelSpec>('ParallelCandidates').implement({
   description: 'Several profiles answer at once; one answer is selected, the others are kept as alternatives.',
   fields: (t) => ({
-    profiles: t.exposeIDList('profiles'),
-    select: t.field({ type: ParallelSelectEnum, resolve: (p) => p.select }),
+    profiles: t.exposeIDList('profiles', { description: 'The profiles that answer at once, in order.' }),
+    select: t.field({ type: ParallelSelectEnum, description: 'How the answer is picked.', resolve: (p) => p.select }),
     judgePromptId: t.exposeID('judgePromptId', {
       nullable: true,
       description:
@@ -64,37 +71,46 @@ const ParallelRef = builder.objectRef<ParallelSpec>('ParallelCandidates').implem
 export const PromptRef = builder.objectRef<Prompt>('Prompt').implement({
   description: 'A named prompt definition: message templates, default profile and output contract.',
   fields: (t) => ({
-    id: t.exposeID('id'),
-    description: t.exposeString('description', { nullable: true }),
-    source: t.field({ type: DefinitionSourceEnum, resolve: (p) => p.source }),
+    id: t.exposeID('id', { description: 'The prompt id (yours, or the catalog file name).' }),
+    description: t.exposeString('description', { nullable: true, description: 'What the prompt is for; null when none was given.' }),
+    source: t.field({ type: DefinitionSourceEnum, description: 'Catalog file or API.', resolve: (p) => p.source }),
     version: t.exposeInt('version', { description: 'Bumped whenever the definition changes.' }),
     definitionHash: t.exposeString('definitionHash', { description: 'sha256 of the canonical definition.' }),
     messages: t.field({ type: [ChatMessageRef], description: 'The message templates.', resolve: (p) => p.definition.messages }),
-    defaultProfileId: t.id({ nullable: true, resolve: (p) => p.definition.defaultProfileId }),
-    output: t.field({ type: OutputContractRef, resolve: (p) => p.definition.output }),
+    defaultProfileId: t.id({
+      nullable: true,
+      description: 'The profile used when a request names none; null: the session default applies.',
+      resolve: (p) => p.definition.defaultProfileId,
+    }),
+    output: t.field({ type: OutputContractRef, description: 'What a run must answer.', resolve: (p) => p.definition.output }),
     maxRepairs: t.int({
       description: 'Repair generations allowed when output fails its contract.',
       resolve: (p) => p.definition.maxRepairs,
     }),
     variables: t.exposeStringList('variables', { description: 'Variables the templates refer to, in order of first use.' }),
-    parallel: t.field({ type: ParallelRef, nullable: true, resolve: (p) => p.definition.parallel ?? null }),
-    updatedAt: t.field({ type: 'DateTime', resolve: (p) => p.updatedAt }),
+    parallel: t.field({
+      type: ParallelRef,
+      nullable: true,
+      description: 'Set when several profiles answer at once; null otherwise.',
+      resolve: (p) => p.definition.parallel ?? null,
+    }),
+    updatedAt: t.field({ type: 'DateTime', description: 'When this version was saved.', resolve: (p) => p.updatedAt }),
   }),
 })
 
 const PromptInspectionRef = builder.objectRef<Prompt>('PromptInspection').implement({
   description: 'A structural look at a prompt: its canonical definition and the variables it needs.',
   fields: (t) => ({
-    prompt: t.field({ type: PromptRef, resolve: (p) => p }),
-    id: t.exposeID('id'),
-    version: t.exposeInt('version'),
-    definitionHash: t.exposeString('definitionHash'),
+    prompt: t.field({ type: PromptRef, description: 'The prompt itself.', resolve: (p) => p }),
+    id: t.exposeID('id', { description: 'The prompt id.' }),
+    version: t.exposeInt('version', { description: 'The current version.' }),
+    definitionHash: t.exposeString('definitionHash', { description: 'sha256 of the canonical definition.' }),
     definition: t.field({
       type: 'JSON',
       description: 'The canonical definition that definitionHash covers.',
       resolve: (p) => p.definition,
     }),
-    variables: t.exposeStringList('variables'),
+    variables: t.exposeStringList('variables', { description: 'Variables the templates refer to, in order of first use.' }),
   }),
 })
 
@@ -114,45 +130,49 @@ builder.queryFields((t) => ({
     type: PromptRef,
     nullable: true,
     description: 'A prompt by id, or null.',
-    args: { id: t.arg.id({ required: true }) },
+    args: { id: t.arg.id({ required: true, description: 'The prompt id.' }) },
     resolve: (_root, { id }, ctx) => ctx.services.catalog.getPrompt(ctx.tenantId, String(id)),
   }),
   inspectPrompt: t.field({
     type: PromptInspectionRef,
     description: 'The canonical definition of a prompt, its hash and its variables. NOT_FOUND when it does not exist.',
-    args: { id: t.arg.id({ required: true }) },
+    args: { id: t.arg.id({ required: true, description: 'The prompt id.' }) },
     resolve: (_root, { id }, ctx) => ctx.services.catalog.inspectPrompt(ctx.tenantId, String(id)),
   }),
 }))
 
 const PromptMessageInput = builder.inputType('PromptMessageInput', {
+  description: 'One message template.',
   fields: (t) => ({
-    role: t.field({ type: RoleEnum, required: true }),
+    role: t.field({ type: RoleEnum, required: true, description: 'Who says it.' }),
     content: t.string({ required: true, description: 'Template text; {{ name }} or {{ a.b }} insert variables.' }),
   }),
 })
 
 const OutputContractInput = builder.inputType('OutputContractInput', {
+  description: 'The output a prompt promises.',
   fields: (t) => ({
-    kind: t.field({ type: OutputKindEnum, required: true }),
+    kind: t.field({ type: OutputKindEnum, required: true, description: 'What the answer must be.' }),
     schema: t.field({ type: 'JSON', description: 'A JSON Schema; required with JSON_SCHEMA, refused otherwise.' }),
   }),
 })
 
 const ParallelInput = builder.inputType('ParallelCandidatesInput', {
+  description: 'Several profiles answering at once.',
   fields: (t) => ({
     profiles: t.idList({ required: true, description: '2 to 8 profiles.' }),
-    select: t.field({ type: ParallelSelectEnum, required: true }),
+    select: t.field({ type: ParallelSelectEnum, required: true, description: 'How the answer is picked.' }),
     judgePromptId: t.id({ description: 'Required with BEST_OF.' }),
   }),
 })
 
 const UpsertPromptInput = builder.inputType('UpsertPromptInput', {
+  description: 'A prompt definition of this tenant.',
   fields: (t) => ({
     id: t.id({ required: true, description: '1-128 characters of A-Z a-z 0-9 _ . -' }),
-    description: t.string(),
-    messages: t.field({ type: [PromptMessageInput], required: true }),
-    defaultProfileId: t.id(),
+    description: t.string({ description: 'What the prompt is for (not part of the definition hash).' }),
+    messages: t.field({ type: [PromptMessageInput], required: true, description: '1 to 256 message templates.' }),
+    defaultProfileId: t.id({ description: 'The profile used when a request names none.' }),
     output: t.field({ type: OutputContractInput, description: 'Defaults to TEXT.' }),
     maxRepairs: t.int({ description: '0 to 10; default 0.' }),
     parallel: t.field({ type: ParallelInput, description: 'Run several profiles at once and select one answer.' }),
@@ -160,11 +180,15 @@ const UpsertPromptInput = builder.inputType('UpsertPromptInput', {
 })
 
 const UpsertPromptPayload = builder.objectRef<{ prompt: Prompt }>('UpsertPromptPayload').implement({
-  fields: (t) => ({ prompt: t.field({ type: PromptRef, resolve: (p) => p.prompt }) }),
+  description: 'The saved prompt.',
+  fields: (t) => ({
+    prompt: t.field({ type: PromptRef, description: 'The prompt as saved, with its version.', resolve: (p) => p.prompt }),
+  }),
 })
 
 const DeletePromptPayload = builder.objectRef<{ deletedId: string }>('DeletePromptPayload').implement({
-  fields: (t) => ({ deletedId: t.exposeID('deletedId') }),
+  description: 'The deleted prompt.',
+  fields: (t) => ({ deletedId: t.exposeID('deletedId', { description: 'The id of the prompt deleted.' }) }),
 })
 
 builder.mutationFields((t) => ({
@@ -172,14 +196,14 @@ builder.mutationFields((t) => ({
     type: UpsertPromptPayload,
     description: "Creates or changes this tenant's prompt; the version is bumped only when the definition changes.",
     errors: { types: [NotFoundError] },
-    args: { input: t.arg({ type: UpsertPromptInput, required: true }) },
+    args: { input: t.arg({ type: UpsertPromptInput, required: true, description: 'The definition.' }) },
     resolve: async (_root, { input }, ctx) => ({ prompt: await ctx.services.catalog.upsertPrompt(ctx.tenantId, input) }),
   }),
   deletePrompt: t.field({
     type: DeletePromptPayload,
     description: "Deletes this tenant's prompt (a catalog prompt it shadowed becomes visible again).",
     errors: { types: [NotFoundError] },
-    args: { id: t.arg.id({ required: true }) },
+    args: { id: t.arg.id({ required: true, description: 'The prompt to delete.' }) },
     resolve: async (_root, { id }, ctx) => ({ deletedId: await ctx.services.catalog.deletePrompt(ctx.tenantId, String(id)) }),
   }),
 }))

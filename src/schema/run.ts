@@ -1,35 +1,59 @@
 import { NotFoundError } from '../domain/errors.js'
-import type { RunFilter } from '../domain/records.js'
-import {
-  type Alternative,
-  type FailoverAttempt,
-  type OutputValidation,
-  RUN_STATUSES,
-  type RunRecord,
-  TERMINAL_REASONS,
-  type Usage,
+import type {
+  Alternative,
+  FailoverAttempt,
+  OutputValidation,
+  RunFilter,
+  RunRecord,
+  RunStatus,
+  TerminalReason,
+  Usage,
 } from '../domain/records.js'
 import { builder } from './builder.js'
 import type { Context } from './context.js'
+import { describedValues } from './described.js'
 import { ErrorCodeEnum } from './errors.js'
-import { encodeCursor, forwardPage, toConnection } from './paging.js'
+import { encodeCursor, forwardPage, pageArgs, toConnection } from './paging.js'
 
-export const RunStatusEnum = builder.enumType('RunStatus', { values: RUN_STATUSES })
+export const RunStatusEnum = builder.enumType('RunStatus', {
+  description:
+    'Where a run is in its lifecycle: PREPARING → WAITING_CAPACITY → GENERATING → VALIDATING (→ REPAIRING → GENERATING …) → COMPLETED | FAILED | ABORTED.',
+  values: describedValues<RunStatus>({
+    PREPARING: 'Resolving the prompt, profile, settings and credentials.',
+    WAITING_CAPACITY: "Waiting in line for the backend's capacity.",
+    GENERATING: 'The model is streaming its answer.',
+    VALIDATING: "The answer is checked against the prompt's output contract.",
+    REPAIRING: 'The answer was invalid; a repair generation is being prepared.',
+    COMPLETED: 'Finished with an answer (see validation for whether it met the contract).',
+    FAILED: 'Ended with an error; see errorCode and errorMessage.',
+    ABORTED: 'Stopped from outside (abort, cancel, a newer prompt, shutdown); see terminalReason.',
+  }),
+})
 const TerminalReasonEnum = builder.enumType('TerminalReason', {
   description: 'Why a run ended.',
-  values: TERMINAL_REASONS,
+  values: describedValues<TerminalReason>({
+    COMPLETED: 'It finished its answer.',
+    ERROR: 'It failed; errorCode says how.',
+    ABORTED: 'abortRun stopped it.',
+    CANCELLED: 'cancelPrompt (or deleting the session) stopped it.',
+    SUPERSEDED: 'A newer prompt sent with whenBusy INTERRUPT or ROLLBACK stopped it.',
+    SHUTDOWN: 'The server shut down while it ran.',
+    INTERRUPTED: 'The server stopped (crashed or was killed) while it ran; events after the last one written are lost.',
+    STALE: 'Its heartbeat stopped and it was reaped.',
+  }),
 })
 
 export const UsageRef = builder.objectRef<Usage>('Usage').implement({
   description: 'Token counts as the vendor reported them (the fake backend counts words).',
   fields: (t) => ({
-    inputTokens: t.exposeInt('inputTokens'),
-    outputTokens: t.exposeInt('outputTokens'),
-    totalTokens: t.int({ resolve: (u) => u.inputTokens + u.outputTokens }),
+    inputTokens: t.exposeInt('inputTokens', { description: 'Tokens sent to the model, over every call of the run.' }),
+    outputTokens: t.exposeInt('outputTokens', { description: 'Tokens the model produced, over every call of the run.' }),
+    totalTokens: t.int({ description: 'inputTokens + outputTokens.', resolve: (u) => u.inputTokens + u.outputTokens }),
   }),
 })
 
 const FailoverOutcomeEnum = builder.enumType('FailoverOutcome', {
+  description: 'How one try of a candidate profile went.',
   values: {
     SUCCEEDED: { description: 'The candidate answered.' },
     FAILED: { description: 'The call failed; see errorCode.' },
@@ -40,16 +64,16 @@ const FailoverOutcomeEnum = builder.enumType('FailoverOutcome', {
 const FailoverAttemptRef = builder.objectRef<FailoverAttempt>('FailoverAttempt').implement({
   description: 'One try of one candidate profile during a run.',
   fields: (t) => ({
-    profileId: t.exposeID('profileId'),
-    backendId: t.exposeID('backendId'),
-    model: t.exposeString('model'),
-    outcome: t.field({ type: FailoverOutcomeEnum, resolve: (a) => a.outcome }),
+    profileId: t.exposeID('profileId', { description: 'The candidate profile tried.' }),
+    backendId: t.exposeID('backendId', { description: "The candidate's backend." }),
+    model: t.exposeString('model', { description: 'The model asked.' }),
+    outcome: t.field({ type: FailoverOutcomeEnum, description: 'How the try went.', resolve: (a) => a.outcome }),
     errorCode: t.exposeString('errorCode', {
       nullable: true,
       description:
         'RATE_LIMITED, OVERLOADED, SERVER_ERROR, NETWORK, UNAUTHORIZED, NOT_FOUND, CONTEXT_LENGTH, BAD_REQUEST or NO_CREDENTIALS.',
     }),
-    durationMs: t.exposeInt('durationMs'),
+    durationMs: t.exposeInt('durationMs', { description: 'How long the try took, in milliseconds (0 when skipped).' }),
     attempt: t.exposeInt('attempt', { description: '1 for the first call to the candidate, 2 for its first retry, …; 0 when skipped.' }),
   }),
 })
@@ -57,7 +81,7 @@ const FailoverAttemptRef = builder.objectRef<FailoverAttempt>('FailoverAttempt')
 const ValidationRef = builder.objectRef<OutputValidation>('OutputValidation').implement({
   description: "How the output met the prompt's contract.",
   fields: (t) => ({
-    valid: t.exposeBoolean('valid'),
+    valid: t.exposeBoolean('valid', { description: 'True when the last answer met the contract.' }),
     errors: t.exposeStringList('errors', { description: 'What was wrong with the last answer.' }),
     attempts: t.exposeInt('attempts', { description: 'Generations made: 1 + repairs.' }),
   }),
@@ -66,31 +90,57 @@ const ValidationRef = builder.objectRef<OutputValidation>('OutputValidation').im
 const AlternativeRef = builder.objectRef<Alternative>('RunAlternative').implement({
   description: 'An answer of a parallel prompt that was not selected.',
   fields: (t) => ({
-    profileId: t.exposeID('profileId'),
-    backendId: t.exposeID('backendId'),
-    model: t.exposeString('model'),
+    profileId: t.exposeID('profileId', { description: 'The parallel profile that gave this answer.' }),
+    backendId: t.exposeID('backendId', { description: "The profile's backend." }),
+    model: t.exposeString('model', { description: 'The model that answered.' }),
     status: t.exposeString('status', { description: 'COMPLETED, FAILED, or ABORTED (stopped once another was selected).' }),
-    output: t.exposeString('output'),
-    valid: t.exposeBoolean('valid', { nullable: true }),
-    errorCode: t.field({ type: ErrorCodeEnum, nullable: true, resolve: (a) => a.errorCode as never }),
-    errorMessage: t.exposeString('errorMessage', { nullable: true }),
+    output: t.exposeString('output', { description: 'Its answer (partial when it was stopped or failed).' }),
+    valid: t.exposeBoolean('valid', {
+      nullable: true,
+      description: 'Whether it met the output contract; null when it never got to validation.',
+    }),
+    errorCode: t.field({
+      type: ErrorCodeEnum,
+      nullable: true,
+      description: 'Why it failed; null unless FAILED.',
+      resolve: (a) => a.errorCode as never,
+    }),
+    errorMessage: t.exposeString('errorMessage', {
+      nullable: true,
+      description: 'What went wrong, or why it was stopped; null when it completed.',
+    }),
   }),
 })
 
 export const RunRef = builder.objectRef<RunRecord>('Run').implement({
   description: 'One execution of a queue entry: a durable record.',
   fields: (t) => ({
-    id: t.exposeID('id'),
-    sessionId: t.exposeID('sessionId', { nullable: true }),
-    queueId: t.exposeID('queueId', { nullable: true }),
-    status: t.field({ type: RunStatusEnum, resolve: (r) => r.status }),
+    id: t.exposeID('id', { description: 'The run id (a UUID).' }),
+    sessionId: t.exposeID('sessionId', { nullable: true, description: 'The session it ran in; null only for runs outside any session.' }),
+    queueId: t.exposeID('queueId', { nullable: true, description: 'The queue entry it executes; null only for runs outside any queue.' }),
+    status: t.field({ type: RunStatusEnum, description: 'Where the run is now.', resolve: (r) => r.status }),
     promptId: t.exposeID('promptId', { nullable: true, description: 'Null for a plain input message.' }),
-    promptVersion: t.exposeInt('promptVersion', { nullable: true }),
+    promptVersion: t.exposeInt('promptVersion', {
+      nullable: true,
+      description: 'The prompt version admitted and run; null for a plain input or before resolution.',
+    }),
     profileId: t.exposeID('profileId', { nullable: true, description: 'Null when the run failed before a profile was resolved.' }),
-    backendId: t.exposeID('backendId', { nullable: true }),
-    model: t.exposeString('model', { nullable: true }),
-    definitionHash: t.exposeString('definitionHash', { nullable: true }),
-    renderedHash: t.exposeString('renderedHash', { nullable: true }),
+    backendId: t.exposeID('backendId', {
+      nullable: true,
+      description: 'The backend that answered (after any failover); null before resolution.',
+    }),
+    model: t.exposeString('model', {
+      nullable: true,
+      description: 'The model that answered (after any failover); null before resolution.',
+    }),
+    definitionHash: t.exposeString('definitionHash', {
+      nullable: true,
+      description: 'sha256 of the canonical prompt definition; null for a plain input.',
+    }),
+    renderedHash: t.exposeString('renderedHash', {
+      nullable: true,
+      description: 'sha256 of the rendered messages sent; null until they were rendered.',
+    }),
     settings: t.field({ type: 'JSON', description: 'Effective settings, secrets redacted.', resolve: (r) => r.settings }),
     output: t.exposeString('output', { nullable: true, description: 'The whole answer (partial for an aborted run); null while running.' }),
     parsedOutput: t.field({
@@ -99,31 +149,70 @@ export const RunRef = builder.objectRef<RunRecord>('Run').implement({
       description: 'The output parsed, for JSON and JSON_SCHEMA prompts.',
       resolve: (r) => r.parsedOutput,
     }),
-    validation: t.field({ type: ValidationRef, nullable: true, resolve: (r) => r.validation }),
-    failoverAttempts: t.field({ type: [FailoverAttemptRef], resolve: (r) => r.failoverAttempts }),
+    validation: t.field({
+      type: ValidationRef,
+      nullable: true,
+      description: 'The output contract check; null unless COMPLETED.',
+      resolve: (r) => r.validation,
+    }),
+    failoverAttempts: t.field({
+      type: [FailoverAttemptRef],
+      description: 'Every try of every candidate, in order.',
+      resolve: (r) => r.failoverAttempts,
+    }),
     alternatives: t.field({
       type: [AlternativeRef],
       description: 'For a parallel prompt: the answers not selected.',
       resolve: (r) => r.alternatives,
     }),
-    usage: t.field({ type: UsageRef, nullable: true, resolve: (r) => r.usage }),
+    usage: t.field({
+      type: UsageRef,
+      nullable: true,
+      description: 'Token usage over all model calls; null while running.',
+      resolve: (r) => r.usage,
+    }),
     cost: t.float({
       nullable: true,
       description: "USD from the catalog's per-model prices; null when a model used has no price.",
       resolve: (r) => r.costUsd,
     }),
-    startedAt: t.field({ type: 'DateTime', resolve: (r) => r.startedAt }),
-    firstTokenAt: t.field({ type: 'DateTime', nullable: true, resolve: (r) => r.firstTokenAt }),
-    finishedAt: t.field({ type: 'DateTime', nullable: true, resolve: (r) => r.finishedAt }),
+    startedAt: t.field({ type: 'DateTime', description: 'When the run started.', resolve: (r) => r.startedAt }),
+    firstTokenAt: t.field({
+      type: 'DateTime',
+      nullable: true,
+      description: 'When the first token arrived; null before it.',
+      resolve: (r) => r.firstTokenAt,
+    }),
+    finishedAt: t.field({
+      type: 'DateTime',
+      nullable: true,
+      description: 'When the run ended; null while it runs.',
+      resolve: (r) => r.finishedAt,
+    }),
     durationMs: t.int({
       nullable: true,
       description: 'From start to finish, once finished.',
       resolve: (r) => (r.finishedAt ? Date.parse(r.finishedAt) - Date.parse(r.startedAt) : null),
     }),
-    heartbeatAt: t.field({ type: 'DateTime', nullable: true, resolve: (r) => r.heartbeatAt }),
-    errorCode: t.field({ type: ErrorCodeEnum, nullable: true, resolve: (r) => r.errorCode as never }),
-    errorMessage: t.exposeString('errorMessage', { nullable: true }),
-    terminalReason: t.field({ type: TerminalReasonEnum, nullable: true, resolve: (r) => r.terminalReason }),
+    heartbeatAt: t.field({
+      type: 'DateTime',
+      nullable: true,
+      description: 'The last sign of life of the process running it.',
+      resolve: (r) => r.heartbeatAt,
+    }),
+    errorCode: t.field({
+      type: ErrorCodeEnum,
+      nullable: true,
+      description: 'Why it failed or was stopped; null when it completed.',
+      resolve: (r) => r.errorCode as never,
+    }),
+    errorMessage: t.exposeString('errorMessage', { nullable: true, description: 'What went wrong, for people; null when it completed.' }),
+    terminalReason: t.field({
+      type: TerminalReasonEnum,
+      nullable: true,
+      description: 'Why it ended; null while it runs.',
+      resolve: (r) => r.terminalReason,
+    }),
   }),
 })
 
@@ -142,17 +231,16 @@ builder.queryFields((t) => ({
     type: RunRef,
     nullable: true,
     description: 'A run by id (live while it runs), or null.',
-    args: { id: t.arg.id({ required: true }) },
+    args: { id: t.arg.id({ required: true, description: 'The run id.' }) },
     resolve: (_root, { id }, ctx) => ctx.services.runs.run(ctx.tenantId, String(id)),
   }),
   runs: t.field({
     type: RunConnection,
     description: 'Runs, newest first, optionally of one session and in one status. Forward paging only.',
     args: {
-      sessionId: t.arg.id(),
-      status: t.arg({ type: RunStatusEnum }),
-      first: t.arg.int(),
-      after: t.arg.string(),
+      sessionId: t.arg.id({ description: "Only this session's runs." }),
+      status: t.arg({ type: RunStatusEnum, description: 'Only runs in this status.' }),
+      ...pageArgs(t.arg),
     },
     resolve: (_root, args, ctx) =>
       resolveRunConnection(ctx, { sessionId: args.sessionId == null ? null : String(args.sessionId), status: args.status }, args),
@@ -160,9 +248,10 @@ builder.queryFields((t) => ({
 }))
 
 const AbortRunPayload = builder.objectRef<{ aborted: boolean; run: RunRecord }>('AbortRunPayload').implement({
+  description: 'The answer to abortRun.',
   fields: (t) => ({
     aborted: t.exposeBoolean('aborted', { description: 'False when the run had already ended (the row is the receipt).' }),
-    run: t.field({ type: RunRef, resolve: (p) => p.run }),
+    run: t.field({ type: RunRef, description: 'The run as recorded: ABORTED, or as it had ended.', resolve: (p) => p.run }),
   }),
 })
 
@@ -172,7 +261,10 @@ builder.mutationField('abortRun', (t) =>
     description:
       'Stops a run; answers once its row is durably ABORTED with the partial output and usage so far. Its queue entry ends CANCELLED.',
     errors: { types: [NotFoundError] },
-    args: { runId: t.arg.id({ required: true }), reason: t.arg.string({ description: 'Recorded as the error message.' }) },
+    args: {
+      runId: t.arg.id({ required: true, description: 'The run to stop.' }),
+      reason: t.arg.string({ description: 'Recorded as the error message.' }),
+    },
     resolve: (_root, { runId, reason }, ctx) => ctx.services.runs.abortRun(ctx.tenantId, String(runId), reason ?? null),
   }),
 )

@@ -1,12 +1,13 @@
 import { NotFoundError } from '../domain/errors.js'
 import type { MessageRecord, SessionRecord } from '../domain/records.js'
 import { builder } from './builder.js'
-import { encodeCursor, forwardPage, toConnection } from './paging.js'
+import { encodeCursor, forwardPage, pageArgs, toConnection } from './paging.js'
 import { RoleEnum } from './prompt.js'
 import { QueueEntryRef } from './queue-entry.js'
 import { RunConnection, resolveRunConnection, UsageRef } from './run.js'
 
 const SessionStatusEnum = builder.enumType('SessionStatus', {
+  description: "What a session's queue is doing.",
   values: {
     IDLE: { description: 'Nothing queued or running.' },
     RUNNING: { description: 'An entry is running or queued.' },
@@ -17,27 +18,39 @@ const SessionStatusEnum = builder.enumType('SessionStatus', {
 export const MessageRef = builder.objectRef<MessageRecord>('Message').implement({
   description: 'One message of the conversation: completed runs append their user and assistant messages.',
   fields: (t) => ({
-    id: t.exposeID('id'),
-    position: t.exposeInt('position'),
-    role: t.field({ type: RoleEnum, resolve: (m) => m.role }),
-    content: t.exposeString('content'),
+    id: t.exposeID('id', { description: 'The message id (a UUID).' }),
+    position: t.exposeInt('position', { description: '1 for the first message of the session, then increasing by one.' }),
+    role: t.field({ type: RoleEnum, description: 'Who says it.', resolve: (m) => m.role }),
+    content: t.exposeString('content', { description: 'The text.' }),
     runId: t.exposeID('runId', { nullable: true, description: 'The run that added it.' }),
     interrupted: t.exposeBoolean('interrupted', { description: 'A partial answer cut short by an INTERRUPT.' }),
-    createdAt: t.field({ type: 'DateTime', resolve: (m) => m.createdAt }),
+    createdAt: t.field({ type: 'DateTime', description: 'When it was added.', resolve: (m) => m.createdAt }),
   }),
 })
 
 export const SessionRef = builder.objectRef<SessionRecord>('Session').implement({
   description: 'A conversation thread with its own FIFO prompt queue.',
   fields: (t) => ({
-    id: t.exposeID('id'),
-    title: t.exposeString('title', { nullable: true }),
-    defaultProfileId: t.exposeID('defaultProfileId', { nullable: true }),
-    metadata: t.field({ type: 'JSON', nullable: true, resolve: (s) => s.metadata }),
+    id: t.exposeID('id', { description: 'The session id: yours, or a server UUID.' }),
+    title: t.exposeString('title', { nullable: true, description: 'Your title; null when none was given.' }),
+    defaultProfileId: t.exposeID('defaultProfileId', {
+      nullable: true,
+      description: 'The profile for plain input and for prompts without a default; null when none was given.',
+    }),
+    metadata: t.field({
+      type: 'JSON',
+      nullable: true,
+      description: 'Your JSON object; null when none was given.',
+      resolve: (s) => s.metadata,
+    }),
     keepHistory: t.exposeBoolean('keepHistory', {
       description: 'False: each prompt stands alone and runs add nothing to the conversation.',
     }),
-    status: t.field({ type: SessionStatusEnum, resolve: (s, _args, ctx) => ctx.services.sessions.status(ctx.tenantId, s.id) }),
+    status: t.field({
+      type: SessionStatusEnum,
+      description: 'What its queue is doing now.',
+      resolve: (s, _args, ctx) => ctx.services.sessions.status(ctx.tenantId, s.id),
+    }),
     messages: t.field({
       type: [MessageRef],
       description: 'The conversation so far, oldest first.',
@@ -46,13 +59,15 @@ export const SessionRef = builder.objectRef<SessionRecord>('Session').implement(
     queue: t.field({
       type: [QueueEntryRef],
       description: 'Outstanding entries (and finished ones when asked), in queueSequence order.',
-      args: { includeTerminal: t.arg.boolean({ defaultValue: false }) },
+      args: {
+        includeTerminal: t.arg.boolean({ defaultValue: false, description: 'Also list finished entries (the most recent are kept).' }),
+      },
       resolve: (s, { includeTerminal }, ctx) => ctx.services.sessions.queueOf(ctx.tenantId, s.id, includeTerminal ?? false),
     }),
     runs: t.field({
       type: RunConnection,
       description: "The session's runs, newest first.",
-      args: { first: t.arg.int(), after: t.arg.string() },
+      args: pageArgs(t.arg),
       resolve: (s, args, ctx) => resolveRunConnection(ctx, { sessionId: s.id }, args),
     }),
     usage: t.field({
@@ -65,8 +80,8 @@ export const SessionRef = builder.objectRef<SessionRecord>('Session').implement(
       description: 'USD summed over the runs of the session; null when a run used a model without a price.',
       resolve: async (s, _args, ctx) => (await ctx.services.sessions.totals(ctx.tenantId, s.id)).costUsd,
     }),
-    createdAt: t.field({ type: 'DateTime', resolve: (s) => s.createdAt }),
-    updatedAt: t.field({ type: 'DateTime', resolve: (s) => s.updatedAt }),
+    createdAt: t.field({ type: 'DateTime', description: 'When it was created.', resolve: (s) => s.createdAt }),
+    updatedAt: t.field({ type: 'DateTime', description: 'When it last changed.', resolve: (s) => s.updatedAt }),
   }),
 })
 
@@ -78,13 +93,13 @@ builder.queryFields((t) => ({
     type: SessionRef,
     nullable: true,
     description: 'A session by id, or null.',
-    args: { id: t.arg.id({ required: true }) },
+    args: { id: t.arg.id({ required: true, description: 'The session id.' }) },
     resolve: (_root, { id }, ctx) => ctx.services.sessions.get(ctx.tenantId, String(id)),
   }),
   sessions: t.field({
     type: SessionConnection,
     description: 'Sessions, newest first. Forward paging only.',
-    args: { first: t.arg.int(), after: t.arg.string() },
+    args: pageArgs(t.arg),
     resolve: async (_root, args, ctx) => {
       const { first, after } = forwardPage(args, 'session', 2)
       const rows = await ctx.services.sessions.list(ctx.tenantId, after && { createdAt: after[0]!, id: after[1]! }, first + 1)
@@ -94,9 +109,10 @@ builder.queryFields((t) => ({
 }))
 
 const CreateSessionInput = builder.inputType('CreateSessionInput', {
+  description: 'A new session.',
   fields: (t) => ({
     id: t.id({ description: 'Your own id (1-128 characters of A-Z a-z 0-9 _ . -); a server id when absent.' }),
-    title: t.string(),
+    title: t.string({ description: 'A title for people.' }),
     defaultProfileId: t.id({ description: 'The profile for plain input and for prompts without a default.' }),
     metadata: t.field({ type: 'JSON', description: 'A JSON object kept with the session.' }),
     keepHistory: t.boolean({
@@ -106,10 +122,12 @@ const CreateSessionInput = builder.inputType('CreateSessionInput', {
 })
 
 const CreateSessionPayload = builder.objectRef<{ session: SessionRecord }>('CreateSessionPayload').implement({
-  fields: (t) => ({ session: t.field({ type: SessionRef, resolve: (p) => p.session }) }),
+  description: 'The created session.',
+  fields: (t) => ({ session: t.field({ type: SessionRef, description: 'The new session.', resolve: (p) => p.session }) }),
 })
 const DeleteSessionPayload = builder.objectRef<{ deletedId: string }>('DeleteSessionPayload').implement({
-  fields: (t) => ({ deletedId: t.exposeID('deletedId') }),
+  description: 'The deleted session.',
+  fields: (t) => ({ deletedId: t.exposeID('deletedId', { description: 'The id of the session deleted.' }) }),
 })
 
 builder.mutationFields((t) => ({
@@ -117,7 +135,7 @@ builder.mutationFields((t) => ({
     type: CreateSessionPayload,
     description: 'Opens a conversation thread.',
     errors: { types: [NotFoundError] },
-    args: { input: t.arg({ type: CreateSessionInput, required: true }) },
+    args: { input: t.arg({ type: CreateSessionInput, required: true, description: 'The session to create.' }) },
     resolve: async (_root, { input }, ctx) => ({ session: await ctx.services.sessions.create(ctx.tenantId, input) }),
   }),
   deleteSession: t.field({
@@ -125,7 +143,7 @@ builder.mutationFields((t) => ({
     description:
       'Cancels the whole queue of the session (aborting its running entry), then deletes it and its messages. Runs stay as records.',
     errors: { types: [NotFoundError] },
-    args: { id: t.arg.id({ required: true }) },
+    args: { id: t.arg.id({ required: true, description: 'The session to delete.' }) },
     resolve: async (_root, { id }, ctx) => ({ deletedId: await ctx.services.sessions.delete(ctx.tenantId, String(id)) }),
   }),
 }))

@@ -1,6 +1,6 @@
 import type { SettingsLayer } from '../domain/definitions.js'
 import { type EffectiveSettings, redactSettings } from '../domain/settings.js'
-import { builder } from './builder.js'
+import { type BuilderTypes, builder } from './builder.js'
 
 export const SettingsOverrideInput = builder.inputType('SettingsOverrideInput', {
   description: 'One layer of generation settings. An absent or null field inherits the lower layer; 0 is a value.',
@@ -24,4 +24,16 @@ export function settingsJson(settings: SettingsLayer | EffectiveSettings | null 
     reasoningEffort: settings?.reasoningEffort ?? null,
     extra: settings?.extra ?? {},
   })
+}
+
+/** The fields of a run request, shared by the enqueue, schedule and prepare inputs. */
+export function runRequestFields(t: PothosSchemaTypes.InputFieldBuilder<BuilderTypes, 'InputObject'>) {
+  return {
+    promptId: t.id({ description: 'A catalog prompt; without one, input is sent as a plain user message.' }),
+    input: t.string({ description: "The user's text: the plain message, or the prompt's input variable." }),
+    variables: t.field({ type: 'JSON', description: 'A JSON object with the template variables.' }),
+    profileId: t.id({ description: "Overrides the prompt's (or the session's) default profile." }),
+    overrides: t.field({ type: SettingsOverrideInput, description: 'The request settings layer, on top of backend and profile.' }),
+    credentialEnv: t.string({ description: "An environment variable to take the API key from, over the profile's." }),
+  }
 }

@@ -108,7 +108,11 @@ describe.each(providers)('sessions and the prompt queue (%s)', (provider) => {
 
   it('runs the prompt version it admitted, though the prompt is edited before its turn', async () => {
     const s = await createSession(t, 'admitted-version')
-    const prompt = (text: string) => ({ id: 'edited-later', defaultProfileId: 'fake-echo', messages: [{ role: 'USER' as const, content: text }] })
+    const prompt = (text: string) => ({
+      id: 'edited-later',
+      defaultProfileId: 'fake-echo',
+      messages: [{ role: 'USER' as const, content: text }],
+    })
     const first = await t.request(UpsertPromptDocument, { input: prompt('admitted {{input}}') })
     expect(first.data!.upsertPrompt).toMatchObject({ prompt: { version: 1 } })
     const blocker = await enqueue(t, { sessionId: s, input: words(5), overrides: slow(40) })
