@@ -1,7 +1,8 @@
 import { defineConfig } from 'prisma/config'
 
 // `prisma generate` needs no engine but checks that one exists; the native one cannot be
-// downloaded here, and migrations go through src/store/migrate.ts instead.
+// downloaded here. Migrations are written and checked by scripts/migrations.mjs (npm run
+// db:migration NAME, npm run db:check) and applied at start by src/store/migrator.ts.
 process.env.PRISMA_SCHEMA_ENGINE_BINARY ??= '/bin/false'
 
 export default defineConfig({
