@@ -88,10 +88,11 @@ export class RunRecorder {
     this.deps.bus.publish(this.run.tenantId, this.run.sessionId!, this.run.id, data)
   }
 
-  /** Queues a write of the whole row as it is now; a newer one replaces a queued one. */
-  save(): void {
+  /** Queues a write of the whole row as it is now (a newer one replaces a queued one); returns what it writes. */
+  save(): RunRecord {
     const snapshot = { ...this.run }
     this.deps.saves.enqueue(this.run.id, () => this.deps.runs.update(snapshot), 'row')
+    return snapshot
   }
 
   /** Moves the run through its state machine; `save` writes the new status at once. */
@@ -122,8 +123,7 @@ export class RunRecorder {
       errorMessage: end.errorMessage,
       finishedAt: now(),
     } satisfies Partial<RunRecord>)
-    const snapshot = { ...run }
-    this.deps.saves.enqueue(run.id, () => this.deps.runs.update(snapshot), 'row')
+    const snapshot = this.save()
     this.publish({ type: 'RUN_FINISHED', run: snapshot })
     return snapshot
   }
