@@ -77,3 +77,27 @@ export function resolveCredential(sources: CredentialSources, secrets: SecretLoo
   if (sources.backendEnv) return new Credential('BACKEND_ENV', sources.backendEnv, secrets(sources.backendEnv), required)
   return new Credential('NONE', null, undefined, required)
 }
+
+/** Fragments of a key shorter than this are too common to recognise as the key. */
+const MIN_FRAGMENT = 8
+
+/**
+ * Removes a secret from text a vendor wrote (an error body may quote the key back): the whole
+ * key, any run of 8+ of its characters, and masked forms that keep its start and end
+ * (`sk-pro…wxyz`, `sk-pro****wxyz`).
+ */
+export function redactSecret(text: string, secret: string | undefined): string {
+  if (!secret || secret.length < MIN_FRAGMENT) return secret ? text.replaceAll(secret, '***') : text
+  let redacted = text.replaceAll(secret, '***')
+  for (let start = 0; start + MIN_FRAGMENT <= secret.length; start++) {
+    const fragment = secret.slice(start, start + MIN_FRAGMENT)
+    if (!redacted.includes(fragment)) continue
+    // widen to the longest run of the key that the text holds here, so no tail is left behind
+    redacted = redacted.replace(new RegExp(`\\S*${escapeRegExp(fragment)}\\S*`, 'g'), '***')
+  }
+  const head = escapeRegExp(secret.slice(0, 3))
+  const tail = escapeRegExp(secret.slice(-4))
+  return redacted.replace(new RegExp(`${head}\\S*?[*.…]+\\S*?${tail}|[*.…]{3,}\\S*?${tail}`, 'g'), '***')
+}
+
+const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')

@@ -64,7 +64,7 @@ export class AnthropicModelClient implements ModelClient {
       signal.throwIfAborted()
     } catch (error) {
       if (signal.aborted) throw signal.reason
-      throw classifyVendorError(error, 'Anthropic')
+      throw classifyVendorError(error, 'Anthropic', request.credential.reveal())
     }
     yield { type: 'end', usage: { inputTokens, outputTokens }, finishReason }
   }

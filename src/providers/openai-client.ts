@@ -52,7 +52,7 @@ export class OpenAIModelClient implements ModelClient {
       signal.throwIfAborted()
     } catch (error) {
       if (signal.aborted) throw signal.reason
-      throw classifyVendorError(error, 'OpenAI')
+      throw classifyVendorError(error, 'OpenAI', request.credential.reveal())
     }
     yield { type: 'end', usage: { inputTokens, outputTokens }, finishReason }
   }

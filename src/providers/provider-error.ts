@@ -1,3 +1,4 @@
+import { redactSecret } from '../domain/credentials.js'
 /**
  * How a failed model call should be handled: retried on the same candidate (rate limits,
  * overload, 5xx, network), given up for the next candidate (auth, permission, unknown model),
@@ -23,9 +24,9 @@ export class ProviderError extends Error {
 
 const KEYISH = /\b(sk|pk|key|token|bearer)[-_ ]?[A-Za-z0-9*_\-.]{6,}/gi
 
-/** Vendor messages can quote (masked) keys back; keep them short and scrubbed. */
-function scrub(message: string): string {
-  return message.replace(KEYISH, '***').replace(/\s+/g, ' ').slice(0, 300)
+/** Vendor messages can quote (masked) keys back; keep them short and scrubbed of the key used and key-like words. */
+function scrub(message: string, secret: string | undefined): string {
+  return redactSecret(message, secret).replace(KEYISH, '***').replace(/\s+/g, ' ').slice(0, 300)
 }
 
 function retryAfterMs(headers: unknown): number | null {
@@ -45,7 +46,7 @@ const CONTEXT_LENGTH = /context[_ ]length|too long|maximum context|prompt is too
  * Maps an error thrown by the official openai or @anthropic-ai/sdk client (both have `status`,
  * `headers` and connection-error classes) to a ProviderError.
  */
-export function classifyVendorError(error: unknown, vendor: string): ProviderError {
+export function classifyVendorError(error: unknown, vendor: string, secret: string | undefined): ProviderError {
   if (error instanceof ProviderError) return error
   const e = error as {
     status?: unknown
@@ -56,7 +57,7 @@ export function classifyVendorError(error: unknown, vendor: string): ProviderErr
     constructor?: { name?: string }
   }
   const status = typeof e?.status === 'number' ? e.status : null
-  const text = typeof e?.message === 'string' ? scrub(e.message) : ''
+  const text = typeof e?.message === 'string' ? scrub(e.message, secret) : ''
   const code = typeof e?.code === 'string' ? e.code : ''
   if (status === null) {
     return new ProviderError(

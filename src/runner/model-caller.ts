@@ -104,7 +104,7 @@ export class ModelCaller {
           const failure =
             error instanceof PromptlineError
               ? new ProviderError(error.message, 'FATAL', null, null, error.code)
-              : classifyVendorError(error, candidate.backend.kind)
+              : classifyVendorError(error, candidate.backend.kind, candidate.credential.reveal())
           this.record(candidate, 'FAILED', failure.reason, performance.now() - started, attempt)
           if (deltas > 0) {
             this.charge(candidate, { inputTokens: 0, outputTokens: deltas })

@@ -341,6 +341,16 @@ describe.each(providers)('generation with real vendor clients (%s)', (provider) 
     expect(data!.enqueuePrompt).toMatchObject({ __typename: 'InvalidRequestError', code: 'INVALID_REQUEST' })
   })
 
+  it('scrubs the key from a vendor error that quotes it back, whole, in part or masked', async () => {
+    const fragment = OA_KEY.slice(4, 16)
+    const masked = `${OA_KEY.slice(0, 6)}****${OA_KEY.slice(-4)}`
+    openai.script({ status: 400, errorMessage: `Incorrect API key provided: ${OA_KEY}; seen as ${fragment}, shown as ${masked}.` })
+    const { run: r } = await run({ input: 'x', profileId: 'oa-plain' })
+    expect(r.status).toBe('FAILED')
+    expect(r.errorMessage).toContain('Incorrect API')
+    for (const leak of [OA_KEY, fragment, OA_KEY.slice(-4)]) expect(r.errorMessage).not.toContain(leak)
+  })
+
   it('never lets a key into a response, a run row, an event or a log line', async () => {
     await t.app.flush()
     const rows = JSON.stringify(await t.app.store.runs.list('local', {}, null, 500))
@@ -349,6 +359,9 @@ describe.each(providers)('generation with real vendor clients (%s)', (provider) 
     )
     const everything = [rows, events, logLines.join('\n'), JSON.stringify((await t.request(BackendCapacityDocument)).data)].join('\n')
     expect(rows.length).toBeGreaterThan(1000)
-    for (const key of [OA_KEY, AN_KEY]) expect(everything).not.toContain(key)
+    for (const key of [OA_KEY, AN_KEY]) {
+      expect(everything).not.toContain(key)
+      expect(everything).not.toContain(key.slice(4, 16))
+    }
   })
 })
