@@ -20,6 +20,10 @@ const configSchema = z.object({
   REDIS_URL: z.url({ protocol: /^rediss?$/ }).optional(),
   PROMPTLINE_CATALOG: z.string().min(1).default(path.join(PROJECT_ROOT, 'catalog')),
   PROMPTLINE_API_KEYS: z.string().optional(),
+  PROMPTLINE_CREDENTIAL_ENV_ALLOWLIST: z
+    .string()
+    .regex(/^\s*[A-Za-z_][A-Za-z0-9_]*(\s*,\s*[A-Za-z_][A-Za-z0-9_]*)*\s*$/, 'must be environment variable names separated by commas')
+    .optional(),
   LOG_LEVEL: z.enum(LOG_LEVELS).default('info'),
   PROMPTLINE_MAX_OUTSTANDING_PER_SESSION: count(DEFAULT_QUEUE_LIMITS.maxOutstandingPerSession),
   PROMPTLINE_MAX_OUTSTANDING_BYTES_PER_SESSION: count(DEFAULT_QUEUE_LIMITS.maxOutstandingBytesPerSession),
@@ -38,6 +42,8 @@ export interface Config {
   redisUrl: string | null
   catalogDir: string
   apiKeys: string | null
+  /** Variables a profile or request may name for any backend's key, besides those the backend names. */
+  credentialEnvAllowlist: string[]
   logLevel: LogLevel
   limits: QueueLimits
   coalescer: CoalescerOptions
@@ -65,6 +71,10 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     redisUrl: c.REDIS_URL ?? null,
     catalogDir: path.resolve(c.PROMPTLINE_CATALOG),
     apiKeys: c.PROMPTLINE_API_KEYS ?? null,
+    credentialEnvAllowlist: (c.PROMPTLINE_CREDENTIAL_ENV_ALLOWLIST ?? '')
+      .split(',')
+      .map((n) => n.trim())
+      .filter(Boolean),
     logLevel: c.LOG_LEVEL,
     limits: {
       maxOutstandingPerSession: c.PROMPTLINE_MAX_OUTSTANDING_PER_SESSION,

@@ -24,6 +24,7 @@ async function main(): Promise<void> {
       limits: config.limits,
       coalescer: config.coalescer,
       shutdownGraceMs: config.shutdownGraceMs,
+      credentialEnvAllowlist: config.credentialEnvAllowlist,
     },
     (name) => process.env[name],
     logger,

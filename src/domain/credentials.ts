@@ -101,3 +101,25 @@ export function redactSecret(text: string, secret: string | undefined): string {
 }
 
 const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')
+
+/** What a backend lets profiles and requests choose: where to send, and which server variable holds the key. */
+export interface CredentialRouting {
+  baseUrl?: string | null
+  credentialEnv?: string | null
+  endpoints?: readonly string[] | null
+  credentialEnvs?: readonly string[] | null
+}
+
+/** The backend's own base URL (null: the vendor default) or one it allows. */
+export function endpointAllowed(backend: CredentialRouting, endpoint: string | null | undefined): boolean {
+  return endpoint == null || endpoint === backend.baseUrl || (backend.endpoints ?? []).includes(endpoint)
+}
+
+/**
+ * An environment variable a client may name for a backend's key: the backend's own, one it
+ * lists, or one the operator allows server-wide. Any other would let a client read a server
+ * variable by sending it to a vendor.
+ */
+export function credentialEnvAllowed(backend: CredentialRouting, name: string, allowlist: readonly string[]): boolean {
+  return name === backend.credentialEnv || (backend.credentialEnvs ?? []).includes(name) || allowlist.includes(name)
+}

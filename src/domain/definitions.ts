@@ -58,6 +58,13 @@ export const backendSchema = z.strictObject({
     .partial()
     .nullish(),
   /** USD per million tokens, by model; a model without a price has a null cost. */
+  /** Base URLs besides baseUrl that profiles of this backend may send to (never with this backend's own key). */
+  endpoints: z
+    .array(z.url({ protocol: /^https?$/ }))
+    .max(64)
+    .nullish(),
+  /** Environment variables, besides credentialEnv, that profiles and requests may name for this backend's key. */
+  credentialEnvs: z.array(envNameSchema).max(64).nullish(),
   prices: z.record(z.string(), z.strictObject({ inputPerMillion: z.number().min(0), outputPerMillion: z.number().min(0) })).nullish(),
 })
 export type BackendDefinition = z.infer<typeof backendSchema>

@@ -1,5 +1,5 @@
 import type { Backend, CatalogReader, Profile, Prompt } from '../domain/catalog.js'
-import { type Credential, resolveCredential, type SecretLookup } from '../domain/credentials.js'
+import { type Credential, credentialEnvAllowed, endpointAllowed, resolveCredential, type SecretLookup } from '../domain/credentials.js'
 import type { OutputContract, Role, SettingsLayer } from '../domain/definitions.js'
 import {
   CredentialsError,
@@ -51,7 +51,8 @@ export function profileTarget(
         directKey: profile.apiKey,
         requestEnv,
         profileEnv: profile.credentialEnv,
-        backendEnv: backend.credentialEnv,
+        // a profile sending elsewhere than its backend never carries the backend's key there
+        backendEnv: profile.endpoint == null || profile.endpoint === backend.baseUrl ? backend.credentialEnv : null,
         required: backend.kind !== 'FAKE',
       },
       secrets,
@@ -107,6 +108,8 @@ export class PromptPreparer {
     private readonly catalog: CatalogReader,
     private readonly sessions: SessionHistory,
     private readonly secrets: SecretLookup,
+    /** Variables any backend's key may be taken from, besides those the backend names. */
+    private readonly credentialEnvAllowlist: readonly string[] = [],
   ) {}
 
   /** A dry run: admission and assembly at once. */
@@ -206,12 +209,28 @@ export class PromptPreparer {
       if (!member) throw new ProfileLoadError(`candidate profile '${id}' of profile '${profile.id}' does not exist`)
       const backend = this.catalog.getBackend(member.backendId)
       if (!backend) throw new ProfileLoadError(`profile '${member.id}' names unknown backend '${member.backendId}'`)
+      this.checkRouting(member, backend, requestEnv)
       const target = profileTarget(member, backend, overrides, requestEnv, this.secrets)
       const unsupported = unsupportedSetting(backend.kind, target.settings)
       if (unsupported) throw InvalidRequestError.at('overrides', `profile '${member.id}': ${unsupported}`)
       chain.push({ profile: member, backend, ...target })
     }
     return chain
+  }
+
+  /** A client may not route a server-held key: its env names and endpoints must be the operator's. */
+  private checkRouting(profile: Profile, backend: Backend, requestEnv: string | null): void {
+    if (requestEnv !== null && !credentialEnvAllowed(backend, requestEnv, this.credentialEnvAllowlist)) {
+      throw InvalidRequestError.at('credentialEnv', `'${requestEnv}' is not a credential variable backend '${backend.id}' allows`)
+    }
+    // catalog files are the operator's own; API profiles were checked when saved, and again here
+    if (profile.source !== 'API') return
+    if (!endpointAllowed(backend, profile.endpoint)) {
+      throw new ProfileLoadError(`profile '${profile.id}' sends to an endpoint backend '${backend.id}' does not allow`)
+    }
+    if (profile.credentialEnv && !credentialEnvAllowed(backend, profile.credentialEnv, this.credentialEnvAllowlist)) {
+      throw new ProfileLoadError(`profile '${profile.id}' names a credential variable backend '${backend.id}' does not allow`)
+    }
   }
 
   /** Step 7's schema check and the rendering of the templates; no history is read. */

@@ -43,6 +43,8 @@ export interface AppOptions {
   events?: Partial<EventBusOptions>
   heartbeatMs?: number
   shutdownGraceMs?: number
+  /** Environment variables any backend's key may be taken from, besides those each backend names. */
+  credentialEnvAllowlist?: readonly string[]
   /** Model clients by backend kind; the fake one is built in. */
   clients?: Partial<Record<BackendKind, ModelClient>>
 }
@@ -54,7 +56,8 @@ export async function createApp(options: AppOptions, secrets: SecretLookup, logg
   try {
     const catalog = await Catalog.open(store, files)
     const sessionMemory = new SessionMemory(store.sessions)
-    const preparer = new PromptPreparer(catalog, sessionMemory, secrets)
+    const allowlist = options.credentialEnvAllowlist ?? []
+    const preparer = new PromptPreparer(catalog, sessionMemory, secrets, allowlist)
     const saves = new SaveQueue((key, error) => logger.error('a record write failed', { key, error: (error as Error).message }))
     const bus = new SessionEventBus(store.events, store.sessions, logger, { ...DEFAULT_EVENT_BUS_OPTIONS, ...options.events })
     const clients: Record<BackendKind, ModelClient> = {
@@ -88,7 +91,7 @@ export async function createApp(options: AppOptions, secrets: SecretLookup, logg
     })
     const sessions = new SessionService(store, sessionMemory, catalog, queue)
     const services = {
-      catalog: new CatalogService(catalog, secrets, capacity),
+      catalog: new CatalogService(catalog, secrets, capacity, allowlist),
       sessions,
       runs: new RunService(store, preparer, queue, bus, sessions),
     }

@@ -1,7 +1,7 @@
 import type { CapacityPools, CapacitySnapshot } from '../capacity/capacity-pool.js'
 import type { Catalog } from '../catalog/catalog.js'
 import type { Backend, Profile, Prompt } from '../domain/catalog.js'
-import type { SecretLookup } from '../domain/credentials.js'
+import { credentialEnvAllowed, endpointAllowed, type SecretLookup } from '../domain/credentials.js'
 import { idSchema, parseInput, profileSchema, promptSchema, toPromptDefinition } from '../domain/definitions.js'
 import { InvalidRequestError, NotFoundError } from '../domain/errors.js'
 import { type ProfileTarget, profileTarget } from '../runner/prepare.js'
@@ -20,6 +20,8 @@ export class CatalogService {
     private readonly catalog: Catalog,
     private readonly secrets: SecretLookup,
     private readonly capacity: CapacityPools,
+    /** Variables any backend's key may be taken from, besides those the backend names. */
+    private readonly credentialEnvAllowlist: readonly string[] = [],
   ) {}
 
   /** A backend's capacity limits and what is in use right now. */
@@ -77,7 +79,21 @@ export class CatalogService {
 
   async upsertProfile(tenantId: string, input: unknown): Promise<Profile> {
     const definition = parseInput(apiProfileSchema, input, 'input')
-    if (!this.catalog.getBackend(definition.backendId)) throw new NotFoundError('backend', definition.backendId)
+    const backend = this.catalog.getBackend(definition.backendId)
+    if (!backend) throw new NotFoundError('backend', definition.backendId)
+    // a client must not be able to send a server-held key, or read a server variable, anywhere
+    if (!endpointAllowed(backend, definition.endpoint)) {
+      throw InvalidRequestError.at(
+        'input.endpoint',
+        `backend '${backend.id}' does not allow this endpoint (the operator lists them in its endpoints)`,
+      )
+    }
+    if (definition.credentialEnv && !credentialEnvAllowed(backend, definition.credentialEnv, this.credentialEnvAllowlist)) {
+      throw InvalidRequestError.at(
+        'input.credentialEnv',
+        `'${definition.credentialEnv}' is not a credential variable backend '${backend.id}' allows (see PROMPTLINE_CREDENTIAL_ENV_ALLOWLIST)`,
+      )
+    }
     for (const candidate of definition.candidates ?? []) {
       if (candidate === definition.id) throw InvalidRequestError.at('input.candidates', 'a profile cannot be its own candidate')
       if (!(await this.catalog.getProfile(tenantId, candidate))) throw new NotFoundError('profile', candidate)

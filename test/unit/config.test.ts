@@ -23,6 +23,15 @@ describe('config from the environment', () => {
     })
   })
 
+  it('reads the credential variables clients may name, and refuses anything else', () => {
+    expect(loadConfig({}).credentialEnvAllowlist).toEqual([])
+    expect(loadConfig({ PROMPTLINE_CREDENTIAL_ENV_ALLOWLIST: 'TEAM_KEY, OTHER_KEY' }).credentialEnvAllowlist).toEqual([
+      'TEAM_KEY',
+      'OTHER_KEY',
+    ])
+    expect(() => loadConfig({ PROMPTLINE_CREDENTIAL_ENV_ALLOWLIST: 'TEAM-KEY' })).toThrow(/PROMPTLINE_CREDENTIAL_ENV_ALLOWLIST/)
+  })
+
   it('reads the queue limits', () => {
     expect(loadConfig({ PROMPTLINE_MAX_OUTSTANDING_PER_SESSION: '3', PROMPTLINE_MAX_PENDING_BYTES: '1000' }).limits).toMatchObject({
       maxOutstandingPerSession: 3,

@@ -59,7 +59,8 @@ const sessions = {
   ],
 }
 const env: Record<string, string> = { OPENAI_API_KEY: 'sk-env-secret' }
-const preparer = new PromptPreparer(catalog, sessions, (name) => env[name])
+// MY_KEY is allowed server-wide, as PROMPTLINE_CREDENTIAL_ENV_ALLOWLIST would allow it
+const preparer = new PromptPreparer(catalog, sessions, (name) => env[name], ['MY_KEY'])
 type PrepareRequest = Record<string, unknown> & { sessionId?: string }
 // validated once, as the service does at its boundary, then resolved and rendered
 const prepare = ({ sessionId, ...request }: PrepareRequest) => preparer.prepare('t', sessionId ?? null, parseRunRequest(request, ''))
