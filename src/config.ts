@@ -1,6 +1,7 @@
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { z } from 'zod'
+import { type ApiKeyEntry, parseApiKeys } from './domain/access.js'
 import { DEFAULT_QUEUE_LIMITS, type QueueLimits } from './domain/limits.js'
 import { LOG_LEVELS, type LogLevel } from './domain/logger.js'
 import { type CoalescerOptions, DEFAULT_COALESCER_OPTIONS } from './runner/token-coalescer.js'
@@ -19,7 +20,18 @@ const configSchema = z.object({
     .default('file:./data/promptline.db'),
   REDIS_URL: z.url({ protocol: /^rediss?$/ }).optional(),
   PROMPTLINE_CATALOG: z.string().min(1).default(path.join(PROJECT_ROOT, 'catalog')),
-  PROMPTLINE_API_KEYS: z.string().optional(),
+  PROMPTLINE_API_KEYS: z
+    .string()
+    .transform((text, ctx) => {
+      try {
+        return parseApiKeys(text)
+      } catch (error) {
+        ctx.addIssue({ code: 'custom', message: (error as Error).message })
+        return z.NEVER
+      }
+    })
+    .optional(),
+  PROMPTLINE_ALLOW_OPEN: z.enum(['0', '1']).default('0'),
   PROMPTLINE_CREDENTIAL_ENV_ALLOWLIST: z
     .string()
     .regex(/^\s*[A-Za-z_][A-Za-z0-9_]*(\s*,\s*[A-Za-z_][A-Za-z0-9_]*)*\s*$/, 'must be environment variable names separated by commas')
@@ -41,7 +53,8 @@ export interface Config {
   databaseUrl: string
   redisUrl: string | null
   catalogDir: string
-  apiKeys: string | null
+  /** Null: no keys, one local tenant (only on loopback unless allowOpen). */
+  apiKeys: ApiKeyEntry[] | null
   /** Variables a profile or request may name for any backend's key, besides those the backend names. */
   credentialEnvAllowlist: string[]
   logLevel: LogLevel
@@ -49,6 +62,9 @@ export interface Config {
   coalescer: CoalescerOptions
   shutdownGraceMs: number
 }
+
+/** Hosts only this machine can reach: without API keys the server listens on nothing else. */
+const LOOPBACK_HOSTS = new Set(['127.0.0.1', 'localhost', '::1'])
 
 /** A bad environment variable; the message is one line that names it. */
 export class ConfigError extends Error {
@@ -64,13 +80,19 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     throw new ConfigError(`invalid environment variable ${String(issue.path[0])}: ${issue.message}`)
   }
   const c = parsed.data
+  const apiKeys = c.PROMPTLINE_API_KEYS && c.PROMPTLINE_API_KEYS.length > 0 ? c.PROMPTLINE_API_KEYS : null
+  if (!apiKeys && !LOOPBACK_HOSTS.has(c.HOST) && c.PROMPTLINE_ALLOW_OPEN !== '1') {
+    throw new ConfigError(
+      `invalid environment variable HOST: ${c.HOST} is reachable from other machines and no PROMPTLINE_API_KEYS are set; set keys, or PROMPTLINE_ALLOW_OPEN=1 to serve everyone as one tenant`,
+    )
+  }
   return {
     host: c.HOST,
     port: c.PORT,
     databaseUrl: c.DATABASE_URL,
     redisUrl: c.REDIS_URL ?? null,
     catalogDir: path.resolve(c.PROMPTLINE_CATALOG),
-    apiKeys: c.PROMPTLINE_API_KEYS ?? null,
+    apiKeys,
     credentialEnvAllowlist: (c.PROMPTLINE_CREDENTIAL_ENV_ALLOWLIST ?? '')
       .split(',')
       .map((n) => n.trim())

@@ -25,6 +25,7 @@ async function main(): Promise<void> {
       coalescer: config.coalescer,
       shutdownGraceMs: config.shutdownGraceMs,
       credentialEnvAllowlist: config.credentialEnvAllowlist,
+      apiKeys: config.apiKeys,
     },
     (name) => process.env[name],
     logger,
@@ -35,7 +36,7 @@ async function main(): Promise<void> {
     }
     throw err
   })
-  const http = await startHttpServer(app.yoga, config.host, config.port)
+  const http = await startHttpServer(app, config.host, config.port)
   logger.info('promptline listening', { url: `${http.url}/graphql`, database: app.store.provider })
   process.stdout.write(`promptline: GraphiQL at ${http.url}/graphql\n`)
 

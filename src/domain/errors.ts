@@ -123,3 +123,13 @@ export class OutputValidationError extends PromptlineError {
 export class InternalError extends PromptlineError {
   readonly code = 'INTERNAL'
 }
+
+/** No API key, or one the server does not know. */
+export class UnauthenticatedError extends PromptlineError {
+  readonly code = 'UNAUTHENTICATED'
+}
+
+/** The API key's role does not allow the operation. */
+export class ForbiddenError extends PromptlineError {
+  readonly code = 'FORBIDDEN'
+}

@@ -1,20 +1,29 @@
 import SchemaBuilder from '@pothos/core'
 import ErrorsPlugin from '@pothos/plugin-errors'
 import RelayPlugin from '@pothos/plugin-relay'
+import ScopeAuthPlugin from '@pothos/plugin-scope-auth'
 import { DateTimeResolver, JSONResolver } from 'graphql-scalars'
-import { InvalidRequestError } from '../domain/errors.js'
+import { ForbiddenError, InvalidRequestError } from '../domain/errors.js'
 import type { Context } from './context.js'
 
 /** The one Pothos builder: plugins, scalars and the context type; no object types here. */
 export const builder = new SchemaBuilder<{
   Context: Context
+  /** write: run and change prompts and sessions; admin: also change the catalog. Any key may read. */
+  AuthScopes: { write: boolean; admin: boolean }
   DefaultFieldNullability: false
   Scalars: {
     JSON: { Input: unknown; Output: unknown }
     DateTime: { Input: Date; Output: Date | string }
   }
 }>({
-  plugins: [ErrorsPlugin, RelayPlugin],
+  // scope-auth first, so no other wrapper runs a field before its check
+  plugins: [ScopeAuthPlugin, ErrorsPlugin, RelayPlugin],
+  scopeAuth: {
+    authScopes: (ctx) => ({ write: ctx.role !== 'read', admin: ctx.role === 'admin' }),
+    unauthorizedError: (_parent, ctx, info) =>
+      new ForbiddenError(`a ${ctx.role} key may not call ${info.parentType.name}.${info.fieldName}`),
+  },
   defaultFieldNullability: false,
   errors: {
     defaultTypes: [InvalidRequestError],
@@ -53,4 +62,8 @@ export type BuilderTypes = typeof builder extends PothosSchemaTypes.SchemaBuilde
 builder.addScalarType('JSON', JSONResolver)
 builder.addScalarType('DateTime', DateTimeResolver)
 builder.queryType({ description: 'Reads: the catalog, dry runs, sessions, queue entries and runs.' })
-builder.mutationType({ description: 'Changes: the catalog, sessions, and prompts admitted, scheduled, steered, cancelled and aborted.' })
+builder.mutationType({
+  description:
+    'Changes: the catalog, sessions, and prompts admitted, scheduled, steered, cancelled and aborted. Needs a write or admin key.',
+  authScopes: { write: true },
+})

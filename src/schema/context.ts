@@ -1,3 +1,4 @@
+import type { AccessRole } from '../domain/access.js'
 import type { CatalogService } from '../services/catalog-service.js'
 import type { RunService } from '../services/run-service.js'
 import type { SessionService } from '../services/session-service.js'
@@ -11,6 +12,9 @@ export interface Services {
 
 /** The one context type, for every request on every transport. */
 export interface Context {
+  /** The caller's tenant: every read and write is scoped to it. */
   tenantId: string
+  /** What the caller's key may do. */
+  role: AccessRole
   services: Services
 }

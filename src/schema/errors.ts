@@ -125,7 +125,8 @@ export function maskError(error: unknown): GraphQLError {
     return new GraphQLError(original.message, {
       nodes: graphqlError?.nodes,
       path: graphqlError?.path,
-      extensions: { code: original.code satisfies ErrorCode },
+      // yoga answers 401 for a missing or unknown key (and drops `http` from the body)
+      extensions: { code: original.code satisfies ErrorCode, ...(original.code === 'UNAUTHENTICATED' && { http: { status: 401 } }) },
     })
   }
   // errors raised by GraphQL itself (syntax, variable coercion) are the client's to read

@@ -123,14 +123,16 @@ const DeleteProfilePayload = builder.objectRef<{ deletedId: string }>('DeletePro
 builder.mutationFields((t) => ({
   upsertProfile: t.field({
     type: UpsertProfilePayload,
-    description: "Creates or replaces this tenant's profile.",
+    authScopes: { admin: true },
+    description: "Creates or replaces this tenant's profile. Needs an admin key.",
     errors: { types: [NotFoundError] },
     args: { input: t.arg({ type: UpsertProfileInput, required: true, description: 'The profile.' }) },
     resolve: async (_root, { input }, ctx) => ({ profile: await ctx.services.catalog.upsertProfile(ctx.tenantId, input) }),
   }),
   deleteProfile: t.field({
     type: DeleteProfilePayload,
-    description: "Deletes this tenant's profile.",
+    authScopes: { admin: true },
+    description: "Deletes this tenant's profile. Needs an admin key.",
     errors: { types: [NotFoundError] },
     args: { id: t.arg.id({ required: true, description: 'The profile to delete.' }) },
     resolve: async (_root, { id }, ctx) => ({ deletedId: await ctx.services.catalog.deleteProfile(ctx.tenantId, String(id)) }),

@@ -194,14 +194,16 @@ const DeletePromptPayload = builder.objectRef<{ deletedId: string }>('DeleteProm
 builder.mutationFields((t) => ({
   upsertPrompt: t.field({
     type: UpsertPromptPayload,
-    description: "Creates or changes this tenant's prompt; the version is bumped only when the definition changes.",
+    authScopes: { admin: true },
+    description: "Creates or changes this tenant's prompt; the version is bumped only when the definition changes. Needs an admin key.",
     errors: { types: [NotFoundError] },
     args: { input: t.arg({ type: UpsertPromptInput, required: true, description: 'The definition.' }) },
     resolve: async (_root, { input }, ctx) => ({ prompt: await ctx.services.catalog.upsertPrompt(ctx.tenantId, input) }),
   }),
   deletePrompt: t.field({
     type: DeletePromptPayload,
-    description: "Deletes this tenant's prompt (a catalog prompt it shadowed becomes visible again).",
+    authScopes: { admin: true },
+    description: "Deletes this tenant's prompt (a catalog prompt it shadowed becomes visible again). Needs an admin key.",
     errors: { types: [NotFoundError] },
     args: { id: t.arg.id({ required: true, description: 'The prompt to delete.' }) },
     resolve: async (_root, { id }, ctx) => ({ deletedId: await ctx.services.catalog.deletePrompt(ctx.tenantId, String(id)) }),

@@ -1,6 +1,7 @@
 import { CapacityPools } from '../capacity/capacity-pool.js'
 import { Catalog } from '../catalog/catalog.js'
 import { loadCatalogFiles } from '../catalog/files.js'
+import type { ApiKeyEntry } from '../domain/access.js'
 import type { Backend } from '../domain/catalog.js'
 import type { SecretLookup } from '../domain/credentials.js'
 import type { BackendKind } from '../domain/definitions.js'
@@ -22,11 +23,14 @@ import { SessionService } from '../services/session-service.js'
 import { SaveQueue } from '../store/save-queue.js'
 import { SessionMemory } from '../store/session-memory.js'
 import { openStore, type Store } from '../store/store.js'
+import { ApiKeyRing } from './api-keys.js'
 import { createPromptlineYoga, type PromptlineYoga } from './yoga.js'
 
 /** Everything the server runs, wired once. Its owner calls `close()`. */
 export interface App {
   yoga: PromptlineYoga
+  /** The API keys callers authenticate with (HTTP in yoga's context, graphql-ws on connect). */
+  keys: ApiKeyRing
   store: Store
   queue: PromptQueue
   /** Waits until every write queued so far has landed (for tests and shutdown). */
@@ -43,6 +47,8 @@ export interface AppOptions {
   events?: Partial<EventBusOptions>
   heartbeatMs?: number
   shutdownGraceMs?: number
+  /** API keys and their tenants and roles; none: one local tenant. */
+  apiKeys?: readonly ApiKeyEntry[] | null
   /** Environment variables any backend's key may be taken from, besides those each backend names. */
   credentialEnvAllowlist?: readonly string[]
   /** Model clients by backend kind; the fake one is built in. */
@@ -95,7 +101,8 @@ export async function createApp(options: AppOptions, secrets: SecretLookup, logg
       sessions,
       runs: new RunService(store, preparer, queue, bus, sessions),
     }
-    const yoga = createPromptlineYoga({ schema, services, ping: () => store.ping(), logger })
+    const keys = new ApiKeyRing(options.apiKeys ?? null)
+    const yoga = createPromptlineYoga({ schema, services, ping: () => store.ping(), logger, keys })
     await queue.recover()
     const flush = async () => {
       await saves.flush()
@@ -104,6 +111,7 @@ export async function createApp(options: AppOptions, secrets: SecretLookup, logg
     let closing: Promise<void> | null = null
     return {
       yoga,
+      keys,
       store,
       queue,
       flush,

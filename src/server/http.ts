@@ -3,7 +3,8 @@ import type { AddressInfo } from 'node:net'
 import type { ExecutionArgs } from 'graphql'
 import { useServer } from 'graphql-ws/use/ws'
 import { WebSocketServer } from 'ws'
-import type { PromptlineYoga } from './yoga.js'
+import type { Principal } from '../domain/access.js'
+import type { App } from './app.js'
 
 export interface HttpServer {
   /** http://host:port, with the port really bound (useful with port 0). */
@@ -11,6 +12,9 @@ export interface HttpServer {
   /** Closes WebSockets and HTTP connections, then the listener; later calls share the first. */
   stop(): Promise<void>
 }
+
+/** graphql-ws close code for a socket without a valid key (4403, its default on refusal, means forbidden). */
+const CLOSE_UNAUTHORIZED = 4401
 
 /** Execution args that carry yoga's enveloped execute/subscribe along to graphql-ws. */
 type EnvelopedArgs = ExecutionArgs & {
@@ -22,11 +26,23 @@ type EnvelopedArgs = ExecutionArgs & {
  * Serves yoga over HTTP and graphql-ws on the same path. graphql-ws goes through
  * `yoga.getEnveloped`, so both transports share plugins, masking and the context factory.
  */
-export async function startHttpServer(yoga: PromptlineYoga, host: string, port: number): Promise<HttpServer> {
+export async function startHttpServer(app: Pick<App, 'yoga' | 'keys'>, host: string, port: number): Promise<HttpServer> {
+  const { yoga, keys } = app
   const server: Server = createServer(yoga)
   const wss = new WebSocketServer({ server, path: yoga.graphqlEndpoint })
+  // a socket is authenticated once, on connection_init; its operations run as that principal
+  const principals = new WeakMap<object, Principal>()
   useServer(
     {
+      onConnect: (ctx) => {
+        const principal = keys.authenticate(ctx.connectionParams?.authorization)
+        if (!principal) {
+          ctx.extra.socket.close(CLOSE_UNAUTHORIZED, 'Unauthorized: connectionParams.authorization needs a valid API key')
+          return false
+        }
+        principals.set(ctx.extra.socket, principal)
+        return true
+      },
       execute: (args) => (args as EnvelopedArgs).envelopedExecute(args) as never,
       subscribe: (args) => (args as EnvelopedArgs).envelopedSubscribe(args) as never,
       onSubscribe: async (ctx, _id, payload) => {
@@ -35,6 +51,7 @@ export async function startHttpServer(yoga: PromptlineYoga, host: string, port: 
           req: ctx.extra.request,
           socket: ctx.extra.socket,
           params: payload,
+          principal: principals.get(ctx.extra.socket),
         })
         const document = parse(payload.query)
         const errors = validate(schema, document)

@@ -1,12 +1,11 @@
 import type { GraphQLSchema } from 'graphql'
 import { createYoga, type Plugin, type YogaServerInstance } from 'graphql-yoga'
-import type { ErrorCode } from '../domain/errors.js'
+import type { Principal } from '../domain/access.js'
+import { type ErrorCode, UnauthenticatedError } from '../domain/errors.js'
 import type { Logger } from '../domain/logger.js'
 import type { Context, Services } from '../schema/context.js'
 import { maskError } from '../schema/errors.js'
-
-/** Until API keys arrive, every caller is the one local tenant. */
-export const LOCAL_TENANT = 'local'
+import type { ApiKeyRing } from './api-keys.js'
 
 export type PromptlineYoga = YogaServerInstance<Record<string, unknown>, Context>
 
@@ -42,6 +41,7 @@ export function createPromptlineYoga(options: {
   services: Services
   ping: () => Promise<void>
   logger: Logger
+  keys: ApiKeyRing
 }): PromptlineYoga {
   const { schema, services, logger } = options
   return createYoga<Record<string, unknown>, Context>({
@@ -51,7 +51,12 @@ export function createPromptlineYoga(options: {
     landingPage: false,
     maskedErrors: { maskError },
     logging: logger,
-    context: (): Context => ({ tenantId: LOCAL_TENANT, services }),
+    // HTTP and SSE carry the key in a header; graphql-ws authenticated the socket and passes its principal
+    context: (initial: { request?: Request; principal?: Principal }): Context => {
+      const principal = initial.principal ?? options.keys.authenticate(initial.request?.headers.get('authorization'))
+      if (!principal) throw new UnauthenticatedError('a valid API key is required: send Authorization: Bearer <key>')
+      return { tenantId: principal.tenantId, role: principal.role, services }
+    },
     plugins: [useHealthz(options.ping, logger), useValidationErrorCode],
   })
 }

@@ -87,8 +87,10 @@ export interface TestServer {
   database: TestDatabase
   model: RecordingFakeClient
   client: Client
-  /** Runs one query or mutation over graphql-ws and returns its result. */
-  request<T, V>(document: TypedDocumentNode<T, V>, variables?: V): Promise<GraphQLResponse<T>>
+  /** Runs one query or mutation over graphql-ws and returns its result (as `client`, the default one unless given). */
+  request<T, V>(document: TypedDocumentNode<T, V>, variables?: V, client?: Client): Promise<GraphQLResponse<T>>
+  /** Another graphql-ws client, authenticated with `apiKey`; closed by `stop`. */
+  clientWith(apiKey: string): Client
   subscribe<T, V>(document: TypedDocumentNode<T, V>, variables: V, client?: Client): Subscription<T>
   /** Stops the listener and the app; keeps the database unless `dropDatabase`. */
   stop(options?: { dropDatabase?: boolean }): Promise<void>
@@ -103,6 +105,8 @@ export async function startTestServer(options: {
   secrets?: Record<string, string>
   /** Collects every log line (debug level) when given. */
   logLines?: string[]
+  /** The API key of the default client, for a server with keys. */
+  apiKey?: string
 }): Promise<TestServer> {
   const database = options.database ?? (await createTestDatabase(options.provider))
   const model = new RecordingFakeClient()
@@ -121,8 +125,8 @@ export async function startTestServer(options: {
     (name) => secrets[name],
     logger,
   )
-  const http = await startHttpServer(app.yoga, '127.0.0.1', 0)
-  const client = wsClient(http.url)
+  const http = await startHttpServer(app, '127.0.0.1', 0)
+  const client = wsClient(http.url, options.apiKey)
   const clients = [client]
   return {
     app,
@@ -130,9 +134,14 @@ export async function startTestServer(options: {
     database,
     model,
     client,
-    async request(document, variables) {
+    clientWith(apiKey) {
+      const created = wsClient(http.url, apiKey)
+      clients.push(created)
+      return created
+    },
+    async request(document, variables, through = client) {
       let result: GraphQLResponse<never> | undefined
-      for await (const next of client.iterate({ query: print(document), variables: variables as Record<string, unknown> }))
+      for await (const next of through.iterate({ query: print(document), variables: variables as Record<string, unknown> }))
         result = next as never
       return result!
     },

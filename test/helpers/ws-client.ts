@@ -4,9 +4,15 @@ import { type Client, createClient } from 'graphql-ws'
 import WebSocket from 'ws'
 import type { GraphQLResponse } from './app.js'
 
-/** A graphql-ws client on a real socket, with no retries so failures surface at once. */
-export function wsClient(httpUrl: string): Client {
-  return createClient({ url: `${httpUrl.replace(/^http/, 'ws')}/graphql`, webSocketImpl: WebSocket, retryAttempts: 0, lazy: true })
+/** A graphql-ws client on a real socket, with no retries so failures surface at once; `apiKey` goes in connectionParams. */
+export function wsClient(httpUrl: string, apiKey?: string): Client {
+  return createClient({
+    url: `${httpUrl.replace(/^http/, 'ws')}/graphql`,
+    webSocketImpl: WebSocket,
+    retryAttempts: 0,
+    lazy: true,
+    connectionParams: apiKey === undefined ? undefined : { authorization: `Bearer ${apiKey}` },
+  })
 }
 
 /** Runs one operation and collects every result it yields until it completes. */

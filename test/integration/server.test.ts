@@ -39,7 +39,7 @@ describe('the listening server', () => {
       (name) => env[name],
       createLogger('debug', (line) => logLines.push(line)),
     )
-    http = await startHttpServer(app.yoga, '127.0.0.1', 0)
+    http = await startHttpServer(app, '127.0.0.1', 0)
   })
   afterAll(async () => {
     await http?.stop()

@@ -32,6 +32,32 @@ describe('config from the environment', () => {
     expect(() => loadConfig({ PROMPTLINE_CREDENTIAL_ENV_ALLOWLIST: 'TEAM-KEY' })).toThrow(/PROMPTLINE_CREDENTIAL_ENV_ALLOWLIST/)
   })
 
+  it('reads API keys as key:tenant:role, keeping only their sha256, and never echoes a key in an error', () => {
+    const hashed = `sha256:${'ab'.repeat(32)}`
+    const keys = loadConfig({ PROMPTLINE_API_KEYS: `a-long-enough-key-123:acme:admin, ${hashed}:globex:read` }).apiKeys
+    expect(keys).toEqual([
+      { sha256: expect.stringMatching(/^[0-9a-f]{64}$/), tenantId: 'acme', role: 'admin' },
+      { sha256: 'ab'.repeat(32), tenantId: 'globex', role: 'read' },
+    ])
+    expect(JSON.stringify(keys)).not.toContain('a-long-enough-key-123')
+    for (const [value, problem] of [
+      ['a-long-enough-key-123:acme:owner', /entry 1 of 1 has role 'owner'/],
+      ['a-long-enough-key-123:acme', /entry 1 of 1 is not key:tenant:role/],
+      ['short:acme:read', /shorter than 16/],
+      ['a-long-enough-key-123:@catalog:read', /tenant/],
+    ] as const) {
+      expect(() => loadConfig({ PROMPTLINE_API_KEYS: value })).toThrow(problem)
+      expect(() => loadConfig({ PROMPTLINE_API_KEYS: value })).not.toThrow(/a-long-enough-key/)
+    }
+  })
+
+  it('listens beyond loopback without keys only when told to', () => {
+    expect(() => loadConfig({ HOST: '0.0.0.0' })).toThrow(/HOST: 0.0.0.0 .*PROMPTLINE_ALLOW_OPEN=1/)
+    expect(loadConfig({ HOST: '0.0.0.0', PROMPTLINE_ALLOW_OPEN: '1' }).host).toBe('0.0.0.0')
+    expect(loadConfig({ HOST: '0.0.0.0', PROMPTLINE_API_KEYS: 'a-long-enough-key-123:acme:admin' }).host).toBe('0.0.0.0')
+    expect(loadConfig({ HOST: '::1' }).host).toBe('::1')
+  })
+
   it('reads the queue limits', () => {
     expect(loadConfig({ PROMPTLINE_MAX_OUTSTANDING_PER_SESSION: '3', PROMPTLINE_MAX_PENDING_BYTES: '1000' }).limits).toMatchObject({
       maxOutstandingPerSession: 3,
@@ -44,6 +70,7 @@ describe('config from the environment', () => {
     const config = loadConfig({
       PORT: '8080',
       HOST: '0.0.0.0',
+      PROMPTLINE_ALLOW_OPEN: '1',
       DATABASE_URL: 'postgresql://u@h/db',
       REDIS_URL: 'redis://h:6379',
       LOG_LEVEL: 'debug',
