@@ -2,7 +2,7 @@ import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { z } from 'zod'
 import { type ApiKeyEntry, parseApiKeys } from './domain/access.js'
-import { DEFAULT_QUEUE_LIMITS, type QueueLimits } from './domain/limits.js'
+import { DEFAULT_QUEUE_LIMITS, DEFAULT_REQUEST_LIMITS, type QueueLimits, type RequestLimits } from './domain/limits.js'
 import { LOG_LEVELS, type LogLevel } from './domain/logger.js'
 import { type CoalescerOptions, DEFAULT_COALESCER_OPTIONS } from './runner/token-coalescer.js'
 
@@ -32,6 +32,13 @@ const configSchema = z.object({
     })
     .optional(),
   PROMPTLINE_ALLOW_OPEN: z.enum(['0', '1']).default('0'),
+  PROMPTLINE_PUBLIC_SCHEMA: z.enum(['0', '1']).default('1'),
+  PROMPTLINE_MAX_DEPTH: count(DEFAULT_REQUEST_LIMITS.maxDepth),
+  PROMPTLINE_MAX_ALIASES: count(DEFAULT_REQUEST_LIMITS.maxAliases, 0),
+  PROMPTLINE_MAX_DIRECTIVES: count(DEFAULT_REQUEST_LIMITS.maxDirectives, 0),
+  PROMPTLINE_MAX_TOKENS: count(DEFAULT_REQUEST_LIMITS.maxTokens),
+  PROMPTLINE_MAX_COST: count(DEFAULT_REQUEST_LIMITS.maxCost),
+  PROMPTLINE_MAX_BODY_BYTES: count(DEFAULT_REQUEST_LIMITS.maxBodyBytes, 1024),
   PROMPTLINE_CREDENTIAL_ENV_ALLOWLIST: z
     .string()
     .regex(/^\s*[A-Za-z_][A-Za-z0-9_]*(\s*,\s*[A-Za-z_][A-Za-z0-9_]*)*\s*$/, 'must be environment variable names separated by commas')
@@ -59,6 +66,7 @@ export interface Config {
   credentialEnvAllowlist: string[]
   logLevel: LogLevel
   limits: QueueLimits
+  requestLimits: RequestLimits
   coalescer: CoalescerOptions
   shutdownGraceMs: number
 }
@@ -93,6 +101,15 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     redisUrl: c.REDIS_URL ?? null,
     catalogDir: path.resolve(c.PROMPTLINE_CATALOG),
     apiKeys,
+    requestLimits: {
+      maxDepth: c.PROMPTLINE_MAX_DEPTH,
+      maxAliases: c.PROMPTLINE_MAX_ALIASES,
+      maxDirectives: c.PROMPTLINE_MAX_DIRECTIVES,
+      maxTokens: c.PROMPTLINE_MAX_TOKENS,
+      maxCost: c.PROMPTLINE_MAX_COST,
+      maxBodyBytes: c.PROMPTLINE_MAX_BODY_BYTES,
+      publicSchema: c.PROMPTLINE_PUBLIC_SCHEMA === '1',
+    },
     credentialEnvAllowlist: (c.PROMPTLINE_CREDENTIAL_ENV_ALLOWLIST ?? '')
       .split(',')
       .map((n) => n.trim())

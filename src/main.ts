@@ -26,6 +26,7 @@ async function main(): Promise<void> {
       shutdownGraceMs: config.shutdownGraceMs,
       credentialEnvAllowlist: config.credentialEnvAllowlist,
       apiKeys: config.apiKeys,
+      requestLimits: config.requestLimits,
     },
     (name) => process.env[name],
     logger,

@@ -19,3 +19,30 @@ export const DEFAULT_QUEUE_LIMITS: QueueLimits = {
   maxPendingBytes: 128 * 1024 * 1024,
   retainedTerminalPerSession: 100,
 }
+
+/** What one request may ask of the server (DESIGN: bounded work per request). */
+export interface RequestLimits {
+  /** Nesting of selections, fragments flattened. */
+  maxDepth: number
+  /** Aliases in one operation: each would run its field again. */
+  maxAliases: number
+  maxDirectives: number
+  /** Lexical tokens of a document, checked while parsing, so a huge or deeply nested one costs nothing. */
+  maxTokens: number
+  /** GraphQL Armor's cost: objects and scalars, weighted by depth. */
+  maxCost: number
+  /** Bytes of an HTTP request body or a WebSocket message. */
+  maxBodyBytes: number
+  /** False: no introspection, no GraphiQL, no field suggestions in errors. */
+  publicSchema: boolean
+}
+
+export const DEFAULT_REQUEST_LIMITS: RequestLimits = {
+  maxDepth: 10,
+  maxAliases: 15,
+  maxDirectives: 20,
+  maxTokens: 5_000,
+  maxCost: 5_000,
+  maxBodyBytes: 2 * 1024 * 1024,
+  publicSchema: true,
+}

@@ -30,6 +30,8 @@ export const ErrorCodeEnum = builder.enumType('ErrorCode', {
     CAPACITY: "The backend's capacity and its waiting line are full.",
     QUEUE_FULL: 'An admission limit was reached; nothing was queued.',
     SESSION_BUSY: 'The session is busy and whenBusy was REJECT.',
+    QUERY_TOO_COMPLEX:
+      'The document is too deep, too long, too costly, or has too many aliases or directives; the message names the limit.',
     STEER_REJECTED: 'The steer was a duplicate or the entry was not running.',
     GENERATION: 'The model call failed (after retries and failover) or its stream was cut.',
     VALIDATION: 'The output contract could not be checked at all.',
@@ -134,7 +136,11 @@ export function maskError(error: unknown): GraphQLError {
     return new GraphQLError(graphqlError.message, {
       nodes: graphqlError.nodes,
       path: graphqlError.path,
-      extensions: { ...graphqlError.extensions, code: 'INVALID_REQUEST' satisfies ErrorCode },
+      // a limit that refused the document keeps its own code
+      extensions: {
+        ...graphqlError.extensions,
+        code: graphqlError.extensions.code === 'QUERY_TOO_COMPLEX' ? 'QUERY_TOO_COMPLEX' : ('INVALID_REQUEST' satisfies ErrorCode),
+      },
     })
   }
   return new GraphQLError('Unexpected error.', {

@@ -5,7 +5,7 @@ import type { ApiKeyEntry } from '../domain/access.js'
 import type { Backend } from '../domain/catalog.js'
 import type { SecretLookup } from '../domain/credentials.js'
 import type { BackendKind } from '../domain/definitions.js'
-import { DEFAULT_QUEUE_LIMITS, type QueueLimits } from '../domain/limits.js'
+import { DEFAULT_QUEUE_LIMITS, DEFAULT_REQUEST_LIMITS, type QueueLimits, type RequestLimits } from '../domain/limits.js'
 import type { Logger } from '../domain/logger.js'
 import { DEFAULT_EVENT_BUS_OPTIONS, type EventBusOptions, SessionEventBus } from '../events/event-bus.js'
 import { AnthropicModelClient } from '../providers/anthropic-client.js'
@@ -29,6 +29,8 @@ import { createPromptlineYoga, type PromptlineYoga } from './yoga.js'
 /** Everything the server runs, wired once. Its owner calls `close()`. */
 export interface App {
   yoga: PromptlineYoga
+  /** What one request may ask; http.ts applies the body size. */
+  limits: RequestLimits
   /** The API keys callers authenticate with (HTTP in yoga's context, graphql-ws on connect). */
   keys: ApiKeyRing
   store: Store
@@ -47,6 +49,8 @@ export interface AppOptions {
   events?: Partial<EventBusOptions>
   heartbeatMs?: number
   shutdownGraceMs?: number
+  /** Depth, aliases, tokens, cost, body size, and whether the schema is public. */
+  requestLimits?: Partial<RequestLimits>
   /** API keys and their tenants and roles; none: one local tenant. */
   apiKeys?: readonly ApiKeyEntry[] | null
   /** Environment variables any backend's key may be taken from, besides those each backend names. */
@@ -102,7 +106,8 @@ export async function createApp(options: AppOptions, secrets: SecretLookup, logg
       runs: new RunService(store, preparer, queue, bus, sessions),
     }
     const keys = new ApiKeyRing(options.apiKeys ?? null)
-    const yoga = createPromptlineYoga({ schema, services, ping: () => store.ping(), logger, keys })
+    const limits = { ...DEFAULT_REQUEST_LIMITS, ...options.requestLimits }
+    const yoga = createPromptlineYoga({ schema, services, ping: () => store.ping(), logger, keys, limits })
     await queue.recover()
     const flush = async () => {
       await saves.flush()
@@ -112,6 +117,7 @@ export async function createApp(options: AppOptions, secrets: SecretLookup, logg
     return {
       yoga,
       keys,
+      limits,
       store,
       queue,
       flush,

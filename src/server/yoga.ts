@@ -2,10 +2,12 @@ import type { GraphQLSchema } from 'graphql'
 import { createYoga, type Plugin, type YogaServerInstance } from 'graphql-yoga'
 import type { Principal } from '../domain/access.js'
 import { type ErrorCode, UnauthenticatedError } from '../domain/errors.js'
+import type { RequestLimits } from '../domain/limits.js'
 import type { Logger } from '../domain/logger.js'
 import type { Context, Services } from '../schema/context.js'
 import { maskError } from '../schema/errors.js'
 import type { ApiKeyRing } from './api-keys.js'
+import { requestLimitPlugins } from './limits.js'
 
 export type PromptlineYoga = YogaServerInstance<Record<string, unknown>, Context>
 
@@ -30,7 +32,8 @@ const useValidationErrorCode: Plugin = {
   onValidate() {
     return ({ valid, result }) => {
       if (valid) return
-      for (const error of result) (error as { extensions: Record<string, unknown> }).extensions.code = 'INVALID_REQUEST' satisfies ErrorCode
+      for (const error of result)
+        (error as { extensions: Record<string, unknown> }).extensions.code ??= 'INVALID_REQUEST' satisfies ErrorCode
     }
   },
 }
@@ -42,12 +45,13 @@ export function createPromptlineYoga(options: {
   ping: () => Promise<void>
   logger: Logger
   keys: ApiKeyRing
+  limits: RequestLimits
 }): PromptlineYoga {
   const { schema, services, logger } = options
   return createYoga<Record<string, unknown>, Context>({
     schema,
     graphqlEndpoint: '/graphql',
-    graphiql: { title: 'promptline', subscriptionsProtocol: 'WS' },
+    graphiql: options.limits.publicSchema && { title: 'promptline', subscriptionsProtocol: 'WS' },
     landingPage: false,
     maskedErrors: { maskError },
     logging: logger,
@@ -57,6 +61,6 @@ export function createPromptlineYoga(options: {
       if (!principal) throw new UnauthenticatedError('a valid API key is required: send Authorization: Bearer <key>')
       return { tenantId: principal.tenantId, role: principal.role, services }
     },
-    plugins: [useHealthz(options.ping, logger), useValidationErrorCode],
+    plugins: [useHealthz(options.ping, logger), ...requestLimitPlugins(options.limits), useValidationErrorCode],
   })
 }

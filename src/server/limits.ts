@@ -1,0 +1,54 @@
+import { EnvelopArmorPlugin } from '@escape.tech/graphql-armor'
+import { useCSRFPrevention } from '@graphql-yoga/plugin-csrf-prevention'
+import { useDisableIntrospection } from '@graphql-yoga/plugin-disable-introspection'
+import type { GraphQLError } from 'graphql'
+import { createGraphQLError, type Plugin } from 'graphql-yoga'
+import type { ErrorCode } from '../domain/errors.js'
+import type { RequestLimits } from '../domain/limits.js'
+
+/** A limit refused the document: the client's to fix, with its own code. */
+const tooComplex = (_ctx: unknown, error: GraphQLError) => {
+  ;(error.extensions as Record<string, unknown>).code = 'QUERY_TOO_COMPLEX' satisfies ErrorCode
+}
+
+/**
+ * A document nested deeper than the parser's stack (a list literal thousands deep overflows it
+ * before the token limit is reached) is refused like any other too-complex document. Listed after
+ * Armor, so it wraps Armor's token-counting parser.
+ */
+const useParseOverflowGuard: Plugin = {
+  onParse({ parseFn, setParseFn }) {
+    setParseFn((source, options) => {
+      try {
+        return parseFn(source, options)
+      } catch (error) {
+        if (!(error instanceof RangeError)) throw error
+        throw createGraphQLError('the document is nested too deeply to parse', {
+          extensions: { code: 'QUERY_TOO_COMPLEX' satisfies ErrorCode },
+        })
+      }
+    })
+  },
+}
+
+/**
+ * GraphQL Armor (depth, aliases, directives, tokens, cost), Yoga's CSRF prevention (a browser's
+ * "simple" request must carry a custom header; Authorization counts), and introspection only
+ * when the schema is public.
+ */
+export function requestLimitPlugins(limits: RequestLimits): Plugin[] {
+  const reject = { onReject: [tooComplex], propagateOnRejection: true, exposeLimits: true }
+  return [
+    EnvelopArmorPlugin({
+      maxDepth: { n: limits.maxDepth, flattenFragments: true, ...reject },
+      maxAliases: { n: limits.maxAliases, ...reject },
+      maxDirectives: { n: limits.maxDirectives, ...reject },
+      maxTokens: { n: limits.maxTokens, ...reject },
+      costLimit: { maxCost: limits.maxCost, ...reject },
+      blockFieldSuggestion: { enabled: !limits.publicSchema },
+    }) as Plugin,
+    useParseOverflowGuard,
+    useCSRFPrevention({ requestHeaders: ['x-graphql-yoga-csrf', 'authorization'] }),
+    ...(limits.publicSchema ? [] : [useDisableIntrospection() as Plugin]),
+  ]
+}

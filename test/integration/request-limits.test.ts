@@ -1,0 +1,92 @@
+import { getIntrospectionQuery } from 'graphql'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import WebSocket from 'ws'
+import { startTestServer, type TestServer } from '../helpers/server.js'
+
+// One request must not be able to hold the server: each limit answers with its code, at once.
+describe('request limits', () => {
+  let t: TestServer
+  let closed: TestServer
+  beforeAll(async () => {
+    t = await startTestServer({ provider: 'sqlite' })
+    closed = await startTestServer({ provider: 'sqlite', app: { requestLimits: { publicSchema: false, maxDepth: 5, maxCost: 100 } } })
+  })
+  afterAll(async () => {
+    await t?.stop({ dropDatabase: true })
+    await closed?.stop({ dropDatabase: true })
+  })
+
+  const post = (server: TestServer, body: string, headers: Record<string, string> = {}) =>
+    fetch(`${server.http.url}/graphql`, { method: 'POST', headers: { 'content-type': 'application/json', ...headers }, body })
+  const query = async (server: TestServer, source: string) => (await post(server, JSON.stringify({ query: source }))).json()
+  const codeOf = (body: { errors?: { extensions?: { code?: string } }[] }) => body.errors?.[0]?.extensions?.code
+
+  it.each([
+    [
+      '1 000 aliases of runs(first: 200)',
+      `{ ${Array.from({ length: 1000 }, (_, i) => `a${i}: runs(first: 200) { edges { node { id settings } } }`).join(' ')} }`,
+    ],
+    ['inline fragments nested 10 000 deep', `{ ${'... on Query { '.repeat(10_000)}backends { id }${' }'.repeat(10_000)} }`],
+    ['a list literal nested 10 000 deep', `{ prompt(id: ${'['.repeat(10_000)}"x"${']'.repeat(10_000)}) { id } }`],
+  ])('refuses %s with QUERY_TOO_COMPLEX, not INTERNAL', async (_name, source) => {
+    const started = performance.now()
+    const body = await query(t, source)
+    expect(codeOf(body)).toBe('QUERY_TOO_COMPLEX')
+    expect(body.errors[0].message).not.toMatch(/Unexpected error/)
+    expect(performance.now() - started).toBeLessThan(5_000)
+    expect((await fetch(`${t.http.url}/healthz`)).status).toBe(200)
+  })
+
+  it.each([
+    [
+      'selections nested past the depth limit',
+      '{ sessions { edges { node { queue { run { alternatives { profileId } } } } } } }',
+      /depth/i,
+    ],
+    [
+      'a document over the cost limit',
+      `{ ${Array.from({ length: 8 }, (_, i) => `s${i}: sessions { edges { node { id title } } }`).join(' ')} }`,
+      /cost/i,
+    ],
+  ])('refuses %s (limits lowered by configuration)', async (_name, source, message) => {
+    const body = await query(closed, source)
+    expect(codeOf(body)).toBe('QUERY_TOO_COMPLEX')
+    expect(body.errors[0].message).toMatch(message)
+    expect(codeOf(await query(closed, '{ sessions { edges { node { id } } } }'))).toBeUndefined()
+  })
+
+  it('answers the introspection query GraphiQL and codegen send', async () => {
+    const body = await query(t, getIntrospectionQuery())
+    expect(body.errors).toBeUndefined()
+    expect(body.data.__schema.queryType.name).toBe('Query')
+  })
+
+  it('refuses a body over the limit with 413 before reading it', async () => {
+    const response = await post(t, JSON.stringify({ query: '{ backends { id } }', variables: { pad: 'x'.repeat(3 * 1024 * 1024) } }))
+    expect(response.status).toBe(413)
+    expect(codeOf(await response.json())).toBe('QUERY_TOO_COMPLEX')
+  })
+
+  it('closes a WebSocket that sends a message over the limit', async () => {
+    const socket = new WebSocket(`${t.http.url.replace('http', 'ws')}/graphql`, 'graphql-transport-ws')
+    await new Promise((resolve) => socket.once('open', resolve))
+    const code = new Promise<number>((resolve) => socket.once('close', resolve))
+    socket.send(JSON.stringify({ type: 'connection_init', payload: { pad: 'x'.repeat(3 * 1024 * 1024) } }))
+    expect(await code).toBe(1009)
+  })
+
+  it('refuses a GET operation without a header a browser could not send unasked (CSRF)', async () => {
+    const url = `${t.http.url}/graphql?query=${encodeURIComponent('{ backends { id } }')}`
+    expect((await fetch(url, { headers: { accept: 'application/json' } })).status).toBe(403)
+    expect((await fetch(url, { headers: { accept: 'application/json', 'x-graphql-yoga-csrf': '1' } })).status).toBe(200)
+  })
+
+  it('hides the schema when it is not public: no introspection, no GraphiQL, no field suggestions', async () => {
+    expect(codeOf(await query(closed, getIntrospectionQuery()))).toBe('INVALID_REQUEST')
+    const page = await fetch(`${closed.http.url}/graphql`, { headers: { accept: 'text/html' } })
+    expect(await page.text()).not.toContain('GraphiQL')
+    const typo = await query(closed, '{ backend { id } }')
+    expect(JSON.stringify(typo)).not.toContain('Did you mean')
+    expect(JSON.stringify(await query(t, '{ backend { id } }'))).toContain('Did you mean')
+  })
+})
