@@ -20,9 +20,9 @@ export function encodeCursor(kind: string, ...parts: string[]): string {
 function decodeCursor(kind: string, cursor: string, size: number): string[] {
   try {
     const parsed: unknown = JSON.parse(Buffer.from(cursor, 'base64url').toString())
-    if (Array.isArray(parsed) && parsed[0] === kind && parsed.length === size + 1 && parsed.every((p) => typeof p === 'string')) {
-      return parsed.slice(1) as string[]
-    }
+    // a dated cursor (runs, sessions) must hold a real timestamp, or the store would be asked for one
+    const parts = Array.isArray(parsed) && parsed[0] === kind && parsed.length === size + 1 && parsed.every((p) => typeof p === 'string')
+    if (parts && (size !== 2 || Number.isFinite(Date.parse(String(parsed[1]))))) return parsed.slice(1) as string[]
   } catch {}
   throw InvalidRequestError.at('after', 'not a cursor from this connection')
 }

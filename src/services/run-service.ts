@@ -10,6 +10,9 @@ import type { PreparedPrompt, PromptPreparer } from '../runner/prepare.js'
 import type { Store } from '../store/store.js'
 import type { SessionService } from './session-service.js'
 
+/** Ids the server made (queue entries, runs): opaque, bounded. */
+const recordIdSchema = z.string().min(1).max(128)
+
 const scheduleSchema = z.strictObject({
   scheduleKey: z.string().min(1).max(256),
   debounceMs: z.number().int().min(0).max(86_400_000).nullish(),
@@ -77,12 +80,12 @@ export class RunService {
 
   async cancelScheduled(tenantId: string, sessionId: string, scheduleKey: string): Promise<boolean> {
     await this.sessions.require(tenantId, sessionId)
-    return this.queue.cancelScheduled(tenantId, sessionId, scheduleKey)
+    return this.queue.cancelScheduled(tenantId, sessionId, parseInput(scheduleSchema.shape.scheduleKey, scheduleKey, 'scheduleKey'))
   }
 
   async cancel(tenantId: string, sessionId: string, queueId: string): Promise<{ cancelled: boolean; entry: QueueEntryRecord }> {
     await this.sessions.require(tenantId, sessionId)
-    return this.queue.cancel(tenantId, sessionId, queueId)
+    return this.queue.cancel(tenantId, sessionId, parseInput(recordIdSchema, queueId, 'queueId'))
   }
 
   async steer(tenantId: string, input: unknown): Promise<{ steerId: string; queueId: string; runId: string }> {
@@ -93,17 +96,18 @@ export class RunService {
   }
 
   abortRun(tenantId: string, runId: string, reason: string | null): Promise<{ aborted: boolean; run: RunRecord }> {
-    return this.queue.abortRun(tenantId, runId, reason)
+    const why = reason === null ? null : parseInput(z.string().max(4096), reason, 'reason')
+    return this.queue.abortRun(tenantId, parseInput(recordIdSchema, runId, 'runId'), why)
   }
 
   async queueEntry(tenantId: string, sessionId: string, queueId: string): Promise<QueueEntryView | null> {
-    if (!(await this.sessions.get(tenantId, sessionId))) return null
-    return this.queue.entry(tenantId, sessionId, queueId)
+    if (!(await this.sessions.get(tenantId, sessionId, 'sessionId'))) return null
+    return this.queue.entry(tenantId, sessionId, parseInput(recordIdSchema, queueId, 'queueId'))
   }
 
-  /** A run as it is now: live while it runs, from the store once it has ended. */
-  run(tenantId: string, id: string): Promise<RunRecord | null> {
-    return this.queue.run(tenantId, id)
+  /** A run as it is now: live while it runs, from the store once it has ended; `field` names the argument. */
+  run(tenantId: string, id: string, field = 'id'): Promise<RunRecord | null> {
+    return this.queue.run(tenantId, parseInput(recordIdSchema, id, field))
   }
 
   runs(tenantId: string, filter: RunFilter, after: RunCursor | null, take: number): Promise<RunRecord[]> {
@@ -119,7 +123,7 @@ export class RunService {
 
   /** The events of one run after `afterSequence` (from its start by default); ends after RUN_FINISHED. */
   async runEvents(tenantId: string, runId: string, afterSequence: number | null): Promise<AsyncIterable<SessionEvent>> {
-    const run = await this.run(tenantId, parseInput(z.string().min(1).max(128), runId, 'runId'))
+    const run = await this.run(tenantId, runId, 'runId')
     if (!run?.sessionId) throw new NotFoundError('run', runId)
     const ended = run.finishedAt !== null && !this.queue.isRunning(runId)
     return this.bus.subscribe({

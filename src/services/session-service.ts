@@ -50,12 +50,13 @@ export class SessionService {
     }
   }
 
-  get(tenantId: string, id: string): Promise<SessionRecord | null> {
-    return this.memory.find(tenantId, parseInput(idSchema, id, 'id'))
+  /** A session by id; `field` names the argument in a validation error. */
+  get(tenantId: string, id: string, field = 'id'): Promise<SessionRecord | null> {
+    return this.memory.find(tenantId, parseInput(idSchema, id, field))
   }
 
-  async require(tenantId: string, id: string): Promise<SessionRecord> {
-    const session = await this.get(tenantId, id)
+  async require(tenantId: string, id: string, field = 'sessionId'): Promise<SessionRecord> {
+    const session = await this.get(tenantId, id, field)
     if (!session) throw new NotFoundError('session', id)
     return session
   }
@@ -66,7 +67,7 @@ export class SessionService {
 
   /** Cancels the session's whole queue (aborting its running entry), then deletes it. */
   async delete(tenantId: string, id: string): Promise<string> {
-    await this.require(tenantId, id)
+    await this.require(tenantId, id, 'id')
     await this.queue.clearSession(tenantId, id)
     await this.store.sessions.delete(tenantId, id)
     this.queue.forget(tenantId, id)
