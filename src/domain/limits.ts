@@ -10,6 +10,8 @@ export interface QueueLimits {
   maxPendingBytes: number
   /** Terminal entries kept per session, oldest dropped first (pruned in batches: up to a tenth more may linger). */
   retainedTerminalPerSession: number
+  /** How long an idempotency key keeps answering with its entry (ms); later the key may admit anew. */
+  idempotencyTtlMs: number
 }
 
 export const DEFAULT_QUEUE_LIMITS: QueueLimits = {
@@ -18,6 +20,7 @@ export const DEFAULT_QUEUE_LIMITS: QueueLimits = {
   maxPendingAdmissions: 64,
   maxPendingBytes: 128 * 1024 * 1024,
   retainedTerminalPerSession: 100,
+  idempotencyTtlMs: 24 * 60 * 60 * 1000,
 }
 
 /** What one request may ask of the server (DESIGN: bounded work per request). */

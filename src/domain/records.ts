@@ -69,6 +69,10 @@ export interface QueueEntryRecord {
   runId: string | null
   error: { code: string; message: string } | null
   unappliedSteerIds: string[]
+  /** The client's key for retrying this admission safely; null when none was given. */
+  idempotencyKey: string | null
+  /** sha256 of what was asked with that key: the same key with another request is refused. */
+  idempotencyHash: string | null
   queuedAt: string
   startedAt: string | null
   finishedAt: string | null

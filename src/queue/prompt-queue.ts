@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import { InternalError, NotFoundError, SessionBusyError, SteerRejectedError } from '../domain/errors.js'
+import { hashValue } from '../domain/hash.js'
 import { advanceEntry } from '../domain/lifecycles.js'
 import type { QueueLimits } from '../domain/limits.js'
 import type { QueueEntryRecord, QueueEntryView, RunRecord, RunRequest, SessionStatus, WhenBusy } from '../domain/records.js'
@@ -13,6 +14,7 @@ import type { SessionMemory } from '../store/session-memory.js'
 import { AdmissionLimits } from './admission-limits.js'
 import { DebounceScheduler } from './debounce-scheduler.js'
 import { QueueEntryWriter } from './entry-writer.js'
+import { IdempotentAdmissions } from './idempotent-admissions.js'
 import { QueueDrain } from './queue-drain.js'
 import { recoverQueues } from './queue-recovery.js'
 import { RunSupervisor } from './run-supervisor.js'
@@ -27,6 +29,8 @@ export interface AdmitRequest {
   admitted: AdmittedPrompt
   whenBusy: WhenBusy
   schedule?: { key: string; debounceMs: number }
+  /** A retry with the same key answers with the entry it first admitted. */
+  idempotencyKey?: string | null
 }
 
 export interface PromptQueueDeps {
@@ -53,6 +57,7 @@ export class PromptQueue {
   private readonly writer: QueueEntryWriter
   private readonly supervisor: RunSupervisor
   private readonly drainer: QueueDrain
+  private readonly idempotent: IdempotentAdmissions
   private closed = false
 
   constructor(private readonly deps: PromptQueueDeps) {
@@ -61,6 +66,7 @@ export class PromptQueue {
     this.admission = new AdmissionLimits(limits)
     this.writer = new QueueEntryWriter({ bus, entries, saves, retainedTerminal: limits.retainedTerminalPerSession })
     this.supervisor = new RunSupervisor({ executor, writer: this.writer, admission: this.admission, runs, saves })
+    this.idempotent = new IdempotentAdmissions(entries, limits.idempotencyTtlMs)
     this.drainer = new QueueDrain({
       supervisor: this.supervisor,
       writer: this.writer,
@@ -74,6 +80,12 @@ export class PromptQueue {
     const { tenantId, sessionId, request, admitted, whenBusy, schedule } = admission
     const queue = await this.queues.get(tenantId, sessionId)
     if (queue.deleting) throw new NotFoundError('session', sessionId)
+    const idempotencyKey = admission.idempotencyKey ?? null
+    const idempotencyHash = idempotencyKey === null ? null : hashValue({ request, whenBusy, schedule: schedule ?? null })
+    if (idempotencyKey !== null) {
+      const earlier = await this.idempotent.existing(queue, idempotencyKey, idempotencyHash!)
+      if (earlier) return this.viewOf(queue, earlier)
+    }
     const busy = queue.busy
     if (busy && whenBusy === 'REJECT') throw new SessionBusyError(`session '${sessionId}' is busy; nothing was queued`)
 
@@ -108,6 +120,8 @@ export class PromptQueue {
       runId: null,
       error: null,
       unappliedSteerIds: [],
+      idempotencyKey,
+      idempotencyHash,
       queuedAt: now(),
       startedAt: null,
       finishedAt: null,
@@ -122,6 +136,9 @@ export class PromptQueue {
       queue.outstanding.delete(entry.queueId)
       queue.admitted.delete(entry.queueId)
       this.admission.release(requestBytes)
+      // a concurrent admission with the same key won the store's unique index: answer with its entry
+      const winner = idempotencyKey === null ? null : await this.idempotent.existing(queue, idempotencyKey, idempotencyHash!)
+      if (winner) return this.viewOf(queue, winner)
       throw error
     }
     this.writer.publish(queue, 'QUEUED', entry)

@@ -1,6 +1,6 @@
 import { NotFoundError, QueueFullError, SessionBusyError, SteerRejectedError } from '../domain/errors.js'
 import type { EntryStatus, QueueEntryRecord, RunRecord, WhenBusy } from '../domain/records.js'
-import { builder } from './builder.js'
+import { type BuilderTypes, builder } from './builder.js'
 import { describedValues } from './described.js'
 import { ErrorCodeEnum, PREPARATION_ERRORS } from './errors.js'
 import { RunRef } from './run.js'
@@ -71,6 +71,10 @@ export const QueueEntryRef = builder.objectRef<EntryShape>('QueueEntry').impleme
       description: 'When it became terminal; null before.',
       resolve: (e) => e.finishedAt,
     }),
+    idempotencyKey: t.exposeString('idempotencyKey', {
+      nullable: true,
+      description: 'The key it was admitted with; null when none was given.',
+    }),
     scheduleKey: t.exposeString('scheduleKey', { nullable: true, description: 'The key it was scheduled with; null unless scheduled.' }),
     fireAt: t.field({ type: 'DateTime', nullable: true, description: 'When a scheduled entry joins the queue.', resolve: (e) => e.fireAt }),
     runId: t.exposeID('runId', { nullable: true, description: 'Its run; null until it starts, and for an entry cancelled before.' }),
@@ -93,11 +97,19 @@ export const QueueEntryRef = builder.objectRef<EntryShape>('QueueEntry').impleme
   }),
 })
 
+/** Shared by the enqueue and schedule inputs. */
+const idempotencyKeyField = (t: PothosSchemaTypes.InputFieldBuilder<BuilderTypes, 'InputObject'>) =>
+  t.string({
+    description:
+      'Your key for this admission (1-256 characters): sending it again within PROMPTLINE_IDEMPOTENCY_TTL_MS answers with the same entry and admits nothing; the same key with a different request is INVALID_REQUEST.',
+  })
+
 const EnqueuePromptInput = builder.inputType('EnqueuePromptInput', {
   description: 'A prompt to admit into a session queue.',
   fields: (t) => ({
     ...runRequestFields(t),
     sessionId: t.id({ required: true, description: 'The session whose queue takes the prompt.' }),
+    idempotencyKey: idempotencyKeyField(t),
     whenBusy: t.field({ type: WhenBusyEnum, defaultValue: 'ENQUEUE', description: 'What to do if the session is busy.' }),
   }),
 })
@@ -107,6 +119,7 @@ const SchedulePromptInput = builder.inputType('SchedulePromptInput', {
   fields: (t) => ({
     ...runRequestFields(t),
     sessionId: t.id({ required: true, description: 'The session whose queue takes the prompt.' }),
+    idempotencyKey: idempotencyKeyField(t),
     scheduleKey: t.string({
       required: true,
       description: 'Re-scheduling the same key before it fires replaces the prompt and restarts the debounce.',

@@ -13,6 +13,9 @@ import type { SessionService } from './session-service.js'
 /** Ids the server made (queue entries, runs): opaque, bounded. */
 const recordIdSchema = z.string().min(1).max(128)
 
+/** A client's key for retrying an admission safely. */
+const idempotencyKeySchema = z.string().min(1).max(256)
+
 const scheduleSchema = z.strictObject({
   scheduleKey: z.string().min(1).max(256),
   debounceMs: z.number().int().min(0).max(86_400_000).nullish(),
@@ -44,11 +47,12 @@ export class RunService {
 
   /** Validates a request once and admits it: resolved and rendered, kept with its entry for the run. */
   private async admission(tenantId: string, input: Record<string, unknown>): Promise<Omit<AdmitRequest, 'whenBusy'>> {
-    const { sessionId: rawSessionId, ...rest } = input
+    const { sessionId: rawSessionId, idempotencyKey: rawKey, ...rest } = input
     const sessionId = parseInput(idSchema, rawSessionId, 'input.sessionId')
+    const idempotencyKey = rawKey == null ? null : parseInput(idempotencyKeySchema, rawKey, 'input.idempotencyKey')
     const request = parseRunRequest(rest, 'input')
     await this.sessions.require(tenantId, sessionId)
-    return { tenantId, sessionId, request, admitted: await this.preparer.admit(tenantId, sessionId, request) }
+    return { tenantId, sessionId, request, idempotencyKey, admitted: await this.preparer.admit(tenantId, sessionId, request) }
   }
 
   async enqueue(tenantId: string, input: Record<string, unknown>, whenBusy: WhenBusy): Promise<QueueEntryRecord> {
@@ -63,7 +67,8 @@ export class RunService {
     timeoutMs: number,
   ): Promise<{ entry: QueueEntryView; run: RunRecord | null }> {
     const admitted = await this.enqueue(tenantId, input, whenBusy)
-    await this.queue.waitForEntry(admitted.queueId, Math.min(Math.max(timeoutMs, 0), 3_600_000))
+    // a retry may answer with an entry that has already ended
+    if (admitted.finishedAt === null) await this.queue.waitForEntry(admitted.queueId, Math.min(Math.max(timeoutMs, 0), 3_600_000))
     const entry = await this.queueEntry(tenantId, admitted.sessionId, admitted.queueId)
     return { entry: entry!, run: entry?.runId ? await this.run(tenantId, entry.runId) : null }
   }

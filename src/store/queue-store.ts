@@ -18,6 +18,8 @@ const select = {
   errorCode: true,
   errorMessage: true,
   unappliedSteerIds: true,
+  idempotencyKey: true,
+  idempotencyHash: true,
   queuedAt: true,
   startedAt: true,
   finishedAt: true,
@@ -43,6 +45,8 @@ function toRecord(row: Row): QueueEntryRecord {
     runId: row.runId,
     error: row.errorCode ? { code: row.errorCode, message: row.errorMessage ?? '' } : null,
     unappliedSteerIds: (row.unappliedSteerIds as string[] | null) ?? [],
+    idempotencyKey: row.idempotencyKey,
+    idempotencyHash: row.idempotencyHash,
     queuedAt: row.queuedAt.toISOString(),
     startedAt: iso(row.startedAt),
     finishedAt: iso(row.finishedAt),
@@ -81,6 +85,8 @@ export class QueueStore {
       tenantId: entry.tenantId,
       sessionId: entry.sessionId,
       queueSequence: entry.queueSequence,
+      idempotencyKey: entry.idempotencyKey,
+      idempotencyHash: entry.idempotencyHash,
       queuedAt: new Date(entry.queuedAt),
       ...toData(entry),
     }
@@ -90,6 +96,17 @@ export class QueueStore {
   /** Writes the entry's mutable fields; a no-op when the entry (or its session) is gone. */
   update(entry: QueueEntryRecord): Promise<void> {
     return this.raw.update('QueueEntry', { column: 'id', value: entry.queueId }, toData(entry), JSON_COLUMNS)
+  }
+
+  /** The entry admitted with this idempotency key, if any. */
+  async findByIdempotencyKey(tenantId: string, sessionId: string, idempotencyKey: string): Promise<QueueEntryRecord | null> {
+    const row = await this.db.queueEntry.findFirst({ where: { tenantId, sessionId, idempotencyKey }, select })
+    return row && toRecord(row)
+  }
+
+  /** Frees an expired key so a new admission may take it. */
+  async releaseIdempotencyKey(queueId: string): Promise<void> {
+    await this.db.queueEntry.updateMany({ where: { id: queueId }, data: { idempotencyKey: null } })
   }
 
   async find(tenantId: string, sessionId: string, queueId: string): Promise<QueueEntryRecord | null> {
