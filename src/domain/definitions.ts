@@ -1,6 +1,7 @@
 import { z } from 'zod'
 import { Secret } from './credentials.js'
 import { InvalidRequestError } from './errors.js'
+import { boundedJsonObject } from './json-bounds.js'
 import { compileOutputSchema } from './output-schema.js'
 import { compileTemplate } from './template.js'
 
@@ -32,7 +33,7 @@ export const settingsLayerSchema = z.strictObject({
       message: `must be one of ${REASONING_EFFORTS.join(', ')} (or blank to clear)`,
     })
     .nullish(),
-  extra: z.record(z.string(), z.unknown()).nullish(),
+  extra: boundedJsonObject().nullish(),
 })
 export type SettingsLayer = z.infer<typeof settingsLayerSchema>
 
@@ -105,7 +106,7 @@ const messageTemplateSchema = z.strictObject({
 const outputContractSchema = z
   .strictObject({
     kind: looseEnum(OUTPUT_KINDS, (v) => v.toUpperCase()),
-    schema: z.record(z.string(), z.unknown()).nullish(),
+    schema: boundedJsonObject().nullish(),
   })
   .superRefine((output, ctx) => {
     if (output.kind !== 'JSON_SCHEMA') {

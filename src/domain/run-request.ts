@@ -1,5 +1,6 @@
 import { z } from 'zod'
 import { envNameSchema, idSchema, parseInput, settingsLayerSchema } from './definitions.js'
+import { boundedJsonObject } from './json-bounds.js'
 import type { RunRequest } from './records.js'
 
 /** The longest user text a request may carry (an input, a steer). */
@@ -10,7 +11,7 @@ const runRequestSchema = z
   .strictObject({
     promptId: idSchema.nullish(),
     input: z.string().max(MAX_TEXT).nullish(),
-    variables: z.record(z.string(), z.unknown(), { error: 'must be a JSON object of variable values' }).nullish(),
+    variables: boundedJsonObject('must be a JSON object of variable values').nullish(),
     profileId: idSchema.nullish(),
     overrides: settingsLayerSchema.nullish(),
     credentialEnv: envNameSchema.nullish(),

@@ -1,3 +1,4 @@
+import { TextKeyedCache } from './bounded-cache.js'
 import { RenderError } from './errors.js'
 
 /**
@@ -7,7 +8,8 @@ import { RenderError } from './errors.js'
 type Part = { text: string } | { variable: string }
 
 const VARIABLE_PATH = /^[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z0-9_]+)*$/
-const compiled = new Map<string, Part[]>()
+// successful compilations only, bounded in bytes: refused templates are never kept
+const compiled = new TextKeyedCache<Part[]>(8 * 1024 * 1024)
 
 export function compileTemplate(template: string): { parts: Part[]; error?: undefined } | { parts?: undefined; error: string } {
   const cached = compiled.get(template)
@@ -27,7 +29,6 @@ export function compileTemplate(template: string): { parts: Part[]; error?: unde
     at = close + 2
   }
   if (at < template.length) parts.push({ text: template.slice(at) })
-  if (compiled.size > 10_000) compiled.clear()
   compiled.set(template, parts)
   return { parts }
 }

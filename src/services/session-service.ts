@@ -3,6 +3,7 @@ import { z } from 'zod'
 import type { Catalog } from '../catalog/catalog.js'
 import { idSchema, parseInput } from '../domain/definitions.js'
 import { InvalidRequestError, NotFoundError } from '../domain/errors.js'
+import { boundedJsonObject } from '../domain/json-bounds.js'
 import type { MessageRecord, QueueEntryView, SessionRecord, SessionStatus } from '../domain/records.js'
 import type { PromptQueue } from '../queue/prompt-queue.js'
 import { isUniqueViolation } from '../store/errors.js'
@@ -14,7 +15,7 @@ const createSessionSchema = z.strictObject({
   id: idSchema.nullish(),
   title: z.string().max(1024).nullish(),
   defaultProfileId: idSchema.nullish(),
-  metadata: z.record(z.string(), z.unknown()).nullish(),
+  metadata: boundedJsonObject().nullish(),
   keepHistory: z.boolean().nullish(),
 })
 
