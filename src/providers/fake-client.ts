@@ -5,6 +5,9 @@ import { sleep } from './sleep.js'
 /** A word with its following whitespace (leading whitespace is a token of its own). */
 const TOKEN = /^\s+|\S+\s*/g
 
+/** Tokens streamed without a delay before the event loop gets a turn. */
+const YIELD_EVERY = 256
+
 const countWords = (text: string): number => text.split(/\s+/).filter(Boolean).length
 
 function positiveInt(value: unknown, name: string, max: number): number | null {
@@ -31,7 +34,9 @@ export class FakeModelClient implements ModelClient {
     for (let r = 0; r < repeat; r++) {
       for (const text of tokens) {
         if (delay > 0) await sleep(delay, signal)
-        else if (signal.aborted) throw signal.reason
+        // a real stream arrives from a socket; without a delay, give other work its turn now and then
+        else if (emitted % YIELD_EVERY === YIELD_EVERY - 1) await new Promise<void>((resolve) => setImmediate(resolve))
+        if (signal.aborted) throw signal.reason
         emitted++
         yield { type: 'delta', text }
       }

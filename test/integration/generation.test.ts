@@ -1,3 +1,4 @@
+import { existsSync, readFileSync } from 'node:fs'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { FakeVendorServer } from '../fixtures/fake-vendor.js'
 import {
@@ -359,9 +360,19 @@ describe.each(providers)('generation with real vendor clients (%s)', (provider) 
     )
     const everything = [rows, events, logLines.join('\n'), JSON.stringify((await t.request(BackendCapacityDocument)).data)].join('\n')
     expect(rows.length).toBeGreaterThan(1000)
+    // the database file itself (and its write-ahead log) on SQLite
+    const file = t.database.provider === 'sqlite' ? t.database.url.slice('file:'.length) : null
+    const onDisk = file
+      ? [file, `${file}-wal`]
+          .filter(existsSync)
+          .map((f) => readFileSync(f).toString('latin1'))
+          .join('\n')
+      : ''
     for (const key of [OA_KEY, AN_KEY]) {
-      expect(everything).not.toContain(key)
-      expect(everything).not.toContain(key.slice(4, 16))
+      for (const haystack of [everything, onDisk]) {
+        expect(haystack).not.toContain(key)
+        expect(haystack).not.toContain(key.slice(4, 16))
+      }
     }
   })
 })
