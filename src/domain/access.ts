@@ -9,13 +9,15 @@ export type AccessRole = (typeof ACCESS_ROLES)[number]
 export interface Principal {
   tenantId: string
   role: AccessRole
+  /** Names the key in limits and logs without revealing it: a prefix of its sha256, or 'local'. */
+  keyId: string
 }
 
 /** With no API keys configured, every caller is this one tenant, with every right. */
-export const LOCAL_PRINCIPAL: Principal = Object.freeze({ tenantId: 'local', role: 'admin' })
+export const LOCAL_PRINCIPAL: Principal = Object.freeze({ tenantId: 'local', role: 'admin', keyId: 'local' })
 
 /** A configured key: only its sha256 is kept, never the key. */
-export interface ApiKeyEntry extends Principal {
+export interface ApiKeyEntry extends Omit<Principal, 'keyId'> {
   sha256: string
 }
 

@@ -36,9 +36,14 @@ export interface RequestLimits {
   maxCost: number
   /** Bytes of an HTTP request body or a WebSocket message. */
   maxBodyBytes: number
+  /** Mutations one key may send per minute; past that, RATE_LIMITED. */
+  mutationsPerMinute: number
   /** False: no introspection, no GraphiQL, no field suggestions in errors. */
   publicSchema: boolean
 }
+
+/** The window of the mutation rate limit; a refused key may try again within it. */
+export const RATE_LIMIT_WINDOW_MS = 60_000
 
 export const DEFAULT_REQUEST_LIMITS: RequestLimits = {
   maxDepth: 10,
@@ -47,5 +52,6 @@ export const DEFAULT_REQUEST_LIMITS: RequestLimits = {
   maxTokens: 5_000,
   maxCost: 5_000,
   maxBodyBytes: 2 * 1024 * 1024,
+  mutationsPerMinute: 600,
   publicSchema: true,
 }

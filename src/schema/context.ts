@@ -16,5 +16,7 @@ export interface Context {
   tenantId: string
   /** What the caller's key may do. */
   role: AccessRole
+  /** The caller's key, named without revealing it (rate limits count per key). */
+  keyId: string
   services: Services
 }

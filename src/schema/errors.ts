@@ -14,6 +14,7 @@ import {
   SessionBusyError,
   SteerRejectedError,
 } from '../domain/errors.js'
+import { RATE_LIMIT_WINDOW_MS } from '../domain/limits.js'
 import { builder } from './builder.js'
 import { describedValues } from './described.js'
 
@@ -30,6 +31,7 @@ export const ErrorCodeEnum = builder.enumType('ErrorCode', {
     CAPACITY: "The backend's capacity and its waiting line are full.",
     QUEUE_FULL: 'An admission limit was reached; nothing was queued.',
     SESSION_BUSY: 'The session is busy and whenBusy was REJECT.',
+    RATE_LIMITED: 'The key sent more mutations than its rate allows; extensions.retryAfterMs says within how long it may try again.',
     QUERY_TOO_COMPLEX:
       'The document is too deep, too long, too costly, or has too many aliases or directives; the message names the limit.',
     STEER_REJECTED: 'The steer was a duplicate or the entry was not running.',
@@ -128,7 +130,18 @@ export function maskError(error: unknown): GraphQLError {
       nodes: graphqlError?.nodes,
       path: graphqlError?.path,
       // yoga answers 401 for a missing or unknown key (and drops `http` from the body)
-      extensions: { code: original.code satisfies ErrorCode, ...(original.code === 'UNAUTHENTICATED' && { http: { status: 401 } }) },
+      extensions: {
+        code: original.code satisfies ErrorCode,
+        ...(original.code === 'UNAUTHENTICATED' && { http: { status: 401 } }),
+      },
+    })
+  }
+  // the rate limiter refuses a field with HTTP 429 and no code of its own
+  if (graphqlError && (graphqlError.extensions.http as { statusCode?: number } | undefined)?.statusCode === 429) {
+    return new GraphQLError(graphqlError.message, {
+      nodes: graphqlError.nodes,
+      path: graphqlError.path,
+      extensions: { code: 'RATE_LIMITED' satisfies ErrorCode, retryAfterMs: RATE_LIMIT_WINDOW_MS },
     })
   }
   // errors raised by GraphQL itself (syntax, variable coercion) are the client's to read

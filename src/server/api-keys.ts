@@ -9,7 +9,10 @@ export class ApiKeyRing {
   private readonly byHash: Map<string, Principal> | null
 
   constructor(entries: readonly ApiKeyEntry[] | null) {
-    this.byHash = entries && entries.length > 0 ? new Map(entries.map((e) => [e.sha256, { tenantId: e.tenantId, role: e.role }])) : null
+    this.byHash =
+      entries && entries.length > 0
+        ? new Map(entries.map((e) => [e.sha256, { tenantId: e.tenantId, role: e.role, keyId: e.sha256.slice(0, 16) }]))
+        : null
   }
 
   get open(): boolean {

@@ -1,10 +1,11 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import type { ExecutionArgs } from 'graphql'
+import type { ExecutionArgs, GraphQLError } from 'graphql'
 import { useServer } from 'graphql-ws/use/ws'
 import { WebSocketServer } from 'ws'
 import type { Principal } from '../domain/access.js'
 import type { ErrorCode } from '../domain/errors.js'
+import { maskError } from '../schema/errors.js'
 import type { App } from './app.js'
 
 export interface HttpServer {
@@ -16,6 +17,8 @@ export interface HttpServer {
 
 /** graphql-ws close code for a socket without a valid key (4403, its default on refusal, means forbidden). */
 const CLOSE_UNAUTHORIZED = 4401
+
+const isRateLimited = (error: GraphQLError) => (error.extensions?.http as { statusCode?: number } | undefined)?.statusCode === 429
 
 /** Execution args that carry yoga's enveloped execute/subscribe along to graphql-ws. */
 type EnvelopedArgs = ExecutionArgs & {
@@ -66,6 +69,11 @@ export async function startHttpServer(app: Pick<App, 'yoga' | 'keys' | 'limits'>
         return true
       },
       execute: (args) => (args as EnvelopedArgs).envelopedExecute(args) as never,
+      // an operation a plugin stopped before it ran (the rate limiter) skips yoga's masking over WebSocket
+      onNext: (_ctx, _id, _payload, _args, result) =>
+        result.errors?.some(isRateLimited)
+          ? { ...result, errors: result.errors.map((e) => (isRateLimited(e) ? maskError(e) : e)) }
+          : undefined,
       subscribe: (args) => (args as EnvelopedArgs).envelopedSubscribe(args) as never,
       onSubscribe: async (ctx, _id, payload) => {
         const { schema, execute, subscribe, contextFactory, parse, validate } = yoga.getEnveloped({

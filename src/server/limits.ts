@@ -1,10 +1,11 @@
+import { InMemoryStore, useRateLimiter } from '@envelop/rate-limiter'
 import { EnvelopArmorPlugin } from '@escape.tech/graphql-armor'
 import { useCSRFPrevention } from '@graphql-yoga/plugin-csrf-prevention'
 import { useDisableIntrospection } from '@graphql-yoga/plugin-disable-introspection'
 import type { GraphQLError } from 'graphql'
 import { createGraphQLError, type Plugin } from 'graphql-yoga'
 import type { ErrorCode } from '../domain/errors.js'
-import type { RequestLimits } from '../domain/limits.js'
+import { RATE_LIMIT_WINDOW_MS, type RequestLimits } from '../domain/limits.js'
 
 /** A limit refused the document: the client's to fix, with its own code. */
 const tooComplex = (_ctx: unknown, error: GraphQLError) => {
@@ -48,6 +49,20 @@ export function requestLimitPlugins(limits: RequestLimits): Plugin[] {
       blockFieldSuggestion: { enabled: !limits.publicSchema },
     }) as Plugin,
     useParseOverflowGuard,
+    useRateLimiter({
+      identifyFn: (context) => (context as { keyId?: string }).keyId ?? 'unknown',
+      store: new InMemoryStore(),
+      // a refused field becomes an error of the operation (maskError gives it RATE_LIMITED); throwing would end a socket
+      configByField: [
+        {
+          type: 'Mutation',
+          field: '*',
+          max: limits.mutationsPerMinute,
+          window: `${RATE_LIMIT_WINDOW_MS}ms`,
+          message: `this key sent more than ${limits.mutationsPerMinute} mutations in a minute (PROMPTLINE_MUTATIONS_PER_MINUTE)`,
+        },
+      ],
+    }) as Plugin,
     useCSRFPrevention({ requestHeaders: ['x-graphql-yoga-csrf', 'authorization'] }),
     ...(limits.publicSchema ? [] : [useDisableIntrospection() as Plugin]),
   ]

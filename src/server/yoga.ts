@@ -59,7 +59,7 @@ export function createPromptlineYoga(options: {
     context: (initial: { request?: Request; principal?: Principal }): Context => {
       const principal = initial.principal ?? options.keys.authenticate(initial.request?.headers.get('authorization'))
       if (!principal) throw new UnauthenticatedError('a valid API key is required: send Authorization: Bearer <key>')
-      return { tenantId: principal.tenantId, role: principal.role, services }
+      return { tenantId: principal.tenantId, role: principal.role, keyId: principal.keyId, services }
     },
     plugins: [useHealthz(options.ping, logger), ...requestLimitPlugins(options.limits), useValidationErrorCode],
   })

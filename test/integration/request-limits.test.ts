@@ -1,6 +1,8 @@
 import { getIntrospectionQuery } from 'graphql'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import WebSocket from 'ws'
+import { sha256Hex } from '../../src/domain/hash.js'
+import { CreateSessionDocument, SessionsDocument } from '../generated/graphql.js'
 import { startTestServer, type TestServer } from '../helpers/server.js'
 
 // One request must not be able to hold the server: each limit answers with its code, at once.
@@ -53,6 +55,31 @@ describe('request limits', () => {
     expect(codeOf(body)).toBe('QUERY_TOO_COMPLEX')
     expect(body.errors[0].message).toMatch(message)
     expect(codeOf(await query(closed, '{ sessions { edges { node { id } } } }'))).toBeUndefined()
+  })
+
+  it('limits each key to its rate of mutations with RATE_LIMITED, leaving other keys and reads alone', async () => {
+    const keys = ['rate-key-a-0123456789', 'rate-key-b-0123456789']
+    const limited = await startTestServer({
+      provider: 'sqlite',
+      apiKey: keys[0],
+      app: {
+        requestLimits: { mutationsPerMinute: 5 },
+        apiKeys: keys.map((key) => ({ sha256: sha256Hex(key), tenantId: 'acme', role: 'write' as const })),
+      },
+    })
+    try {
+      const create = (id: string, client = limited.client) =>
+        limited
+          .request(CreateSessionDocument, { input: { id } }, client)
+          .then((r) => r.errors?.[0]?.extensions ?? r.data!.createSession.__typename)
+      const burst = await Promise.all(Array.from({ length: 10 }, (_, i) => create(`burst-${i}`)))
+      expect(burst.filter((r) => r === 'CreateSessionPayload')).toHaveLength(5)
+      expect(burst.filter((r) => typeof r === 'object')).toEqual(Array(5).fill({ code: 'RATE_LIMITED', retryAfterMs: 60_000 }))
+      expect(await create('other-key', limited.clientWith(keys[1]!))).toBe('CreateSessionPayload')
+      expect((await limited.request(SessionsDocument, { first: 50 })).data!.sessions.edges).toHaveLength(6)
+    } finally {
+      await limited.stop({ dropDatabase: true })
+    }
   })
 
   it('answers the introspection query GraphiQL and codegen send', async () => {
