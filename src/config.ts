@@ -2,6 +2,7 @@ import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { z } from 'zod'
 import { type ApiKeyEntry, parseApiKeys } from './domain/access.js'
+import { type Budget, parseBudgets } from './domain/budgets.js'
 import { DEFAULT_QUEUE_LIMITS, DEFAULT_REQUEST_LIMITS, type QueueLimits, type RequestLimits } from './domain/limits.js'
 import { LOG_LEVELS, type LogLevel } from './domain/logger.js'
 import { type CoalescerOptions, DEFAULT_COALESCER_OPTIONS } from './runner/token-coalescer.js'
@@ -32,6 +33,17 @@ const configSchema = z.object({
     })
     .optional(),
   PROMPTLINE_ALLOW_OPEN: z.enum(['0', '1']).default('0'),
+  PROMPTLINE_BUDGETS: z
+    .string()
+    .transform((text, ctx) => {
+      try {
+        return parseBudgets(text)
+      } catch (error) {
+        ctx.addIssue({ code: 'custom', message: (error as Error).message })
+        return z.NEVER
+      }
+    })
+    .optional(),
   PROMPTLINE_PUBLIC_SCHEMA: z.enum(['0', '1']).default('1'),
   PROMPTLINE_MAX_DEPTH: count(DEFAULT_REQUEST_LIMITS.maxDepth),
   PROMPTLINE_MAX_ALIASES: count(DEFAULT_REQUEST_LIMITS.maxAliases, 0),
@@ -69,6 +81,8 @@ export interface Config {
   logLevel: LogLevel
   limits: QueueLimits
   requestLimits: RequestLimits
+  /** Per-tenant budgets; none when unset. */
+  budgets: Budget[]
   coalescer: CoalescerOptions
   shutdownGraceMs: number
 }
@@ -103,6 +117,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     redisUrl: c.REDIS_URL ?? null,
     catalogDir: path.resolve(c.PROMPTLINE_CATALOG),
     apiKeys,
+    budgets: c.PROMPTLINE_BUDGETS ?? [],
     requestLimits: {
       maxDepth: c.PROMPTLINE_MAX_DEPTH,
       maxAliases: c.PROMPTLINE_MAX_ALIASES,

@@ -27,6 +27,7 @@ async function main(): Promise<void> {
       credentialEnvAllowlist: config.credentialEnvAllowlist,
       apiKeys: config.apiKeys,
       requestLimits: config.requestLimits,
+      budgets: config.budgets,
     },
     (name) => process.env[name],
     logger,

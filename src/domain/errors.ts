@@ -14,6 +14,7 @@ export const ERROR_CODES = [
   'CAPACITY',
   'QUEUE_FULL',
   'SESSION_BUSY',
+  'BUDGET_EXCEEDED',
   'STEER_REJECTED',
   'GENERATION',
   'VALIDATION',
@@ -134,4 +135,18 @@ export class UnauthenticatedError extends PromptlineError {
 /** The API key's role does not allow the operation. */
 export class ForbiddenError extends PromptlineError {
   readonly code = 'FORBIDDEN'
+}
+
+/** The tenant has spent a budget for the current window; nothing was admitted. */
+export class BudgetExceededError extends PromptlineError {
+  readonly code = 'BUDGET_EXCEEDED'
+  constructor(
+    message: string,
+    /** Which budget: `runs`, `tokens` or `cost`. */
+    readonly budget: string,
+    /** When its window ends (ISO). */
+    readonly resetsAt: string,
+  ) {
+    super(message)
+  }
 }

@@ -1,5 +1,6 @@
 import { GraphQLError } from 'graphql'
 import {
+  BudgetExceededError,
   CapacityError,
   CredentialsError,
   type ErrorCode,
@@ -31,6 +32,7 @@ export const ErrorCodeEnum = builder.enumType('ErrorCode', {
     CAPACITY: "The backend's capacity and its waiting line are full.",
     QUEUE_FULL: 'An admission limit was reached; nothing was queued.',
     SESSION_BUSY: 'The session is busy and whenBusy was REJECT.',
+    BUDGET_EXCEEDED: 'The tenant has used a budget (runs, tokens or cost) for the current window; nothing was queued.',
     RATE_LIMITED: 'The key sent more mutations than its rate allows; extensions.retryAfterMs says within how long it may try again.',
     QUERY_TOO_COMPLEX:
       'The document is too deep, too long, too costly, or has too many aliases or directives; the message names the limit.',
@@ -83,6 +85,16 @@ builder.objectType(CapacityError, {
   description: 'The backend accepts no more runs and its waiting line is full.',
   interfaces: [ErrorInterface],
   fields: (t) => ({ backendId: t.exposeID('backendId', { description: 'The backend that is full.' }) }),
+})
+
+builder.objectType(BudgetExceededError, {
+  name: 'BudgetExceededError',
+  description: 'The tenant has used a budget for the current window; nothing was queued.',
+  interfaces: [ErrorInterface],
+  fields: (t) => ({
+    budget: t.exposeString('budget', { description: 'Which budget: runs, tokens or cost.' }),
+    resetsAt: t.field({ type: 'DateTime', description: 'When its window ends and admissions may go on.', resolve: (e) => e.resetsAt }),
+  }),
 })
 
 builder.objectType(SessionBusyError, {

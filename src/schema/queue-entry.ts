@@ -1,4 +1,4 @@
-import { NotFoundError, QueueFullError, SessionBusyError, SteerRejectedError } from '../domain/errors.js'
+import { BudgetExceededError, NotFoundError, QueueFullError, SessionBusyError, SteerRejectedError } from '../domain/errors.js'
 import type { EntryStatus, QueueEntryRecord, RunRecord, WhenBusy } from '../domain/records.js'
 import { type BuilderTypes, builder } from './builder.js'
 import { describedValues } from './described.js'
@@ -185,7 +185,7 @@ const SteerPromptPayload = builder.objectRef<{ steerId: string; queueId: string;
   }),
 })
 
-const ADMISSION_ERRORS = [NotFoundError, QueueFullError, SessionBusyError, ...PREPARATION_ERRORS]
+const ADMISSION_ERRORS = [NotFoundError, QueueFullError, SessionBusyError, BudgetExceededError, ...PREPARATION_ERRORS]
 
 builder.queryField('queueEntry', (t) =>
   t.field({

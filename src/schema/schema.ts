@@ -9,6 +9,7 @@ import './prepare.js'
 import './run.js'
 import './queue-entry.js'
 import './session.js'
+import './budget.js'
 import './events.js'
 
 export const schema = builder.toSchema({ sortSchema: true })

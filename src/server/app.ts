@@ -2,6 +2,7 @@ import { CapacityPools } from '../capacity/capacity-pool.js'
 import { Catalog } from '../catalog/catalog.js'
 import { loadCatalogFiles } from '../catalog/files.js'
 import type { ApiKeyEntry } from '../domain/access.js'
+import type { Budget } from '../domain/budgets.js'
 import type { Backend } from '../domain/catalog.js'
 import type { SecretLookup } from '../domain/credentials.js'
 import type { BackendKind } from '../domain/definitions.js'
@@ -17,6 +18,7 @@ import { PromptPreparer } from '../runner/prepare.js'
 import { RunExecutor } from '../runner/run-executor.js'
 import { type CoalescerOptions, DEFAULT_COALESCER_OPTIONS } from '../runner/token-coalescer.js'
 import { schema } from '../schema/schema.js'
+import { BudgetGuard } from '../services/budget-guard.js'
 import { CatalogService } from '../services/catalog-service.js'
 import { RunService } from '../services/run-service.js'
 import { SessionService } from '../services/session-service.js'
@@ -51,6 +53,8 @@ export interface AppOptions {
   shutdownGraceMs?: number
   /** Depth, aliases, tokens, cost, body size, and whether the schema is public. */
   requestLimits?: Partial<RequestLimits>
+  /** Per-tenant budgets of runs, tokens and cost. */
+  budgets?: readonly Budget[]
   /** API keys and their tenants and roles; none: one local tenant. */
   apiKeys?: readonly ApiKeyEntry[] | null
   /** Environment variables any backend's key may be taken from, besides those each backend names. */
@@ -103,7 +107,7 @@ export async function createApp(options: AppOptions, secrets: SecretLookup, logg
     const services = {
       catalog: new CatalogService(catalog, secrets, capacity, allowlist),
       sessions,
-      runs: new RunService(store, preparer, queue, bus, sessions),
+      runs: new RunService(store, preparer, queue, bus, sessions, new BudgetGuard(store, options.budgets ?? [])),
     }
     const keys = new ApiKeyRing(options.apiKeys ?? null)
     const limits = { ...DEFAULT_REQUEST_LIMITS, ...options.requestLimits }

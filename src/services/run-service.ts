@@ -1,4 +1,5 @@
 import { z } from 'zod'
+import type { BudgetUsage } from '../domain/budgets.js'
 import { idSchema, parseInput } from '../domain/definitions.js'
 import { NotFoundError } from '../domain/errors.js'
 import type { SessionEvent } from '../domain/events.js'
@@ -8,6 +9,7 @@ import type { SessionEventBus } from '../events/event-bus.js'
 import type { AdmitRequest, PromptQueue } from '../queue/prompt-queue.js'
 import type { PreparedPrompt, PromptPreparer } from '../runner/prepare.js'
 import type { Store } from '../store/store.js'
+import type { BudgetGuard } from './budget-guard.js'
 import type { SessionService } from './session-service.js'
 
 /** Ids the server made (queue entries, runs): opaque, bounded. */
@@ -36,7 +38,13 @@ export class RunService {
     private readonly queue: PromptQueue,
     private readonly bus: SessionEventBus,
     private readonly sessions: SessionService,
+    private readonly budgets: BudgetGuard,
   ) {}
+
+  /** The caller's budgets with their use in the current window. */
+  budgetUsage(tenantId: string): Promise<BudgetUsage[]> {
+    return this.budgets.usage(tenantId)
+  }
 
   /** A dry run: resolution and rendering exactly as a run would do them, without a model call. */
   async prepare(tenantId: string, input: Record<string, unknown>): Promise<PreparedPrompt> {
@@ -52,6 +60,7 @@ export class RunService {
     const idempotencyKey = rawKey == null ? null : parseInput(idempotencyKeySchema, rawKey, 'input.idempotencyKey')
     const request = parseRunRequest(rest, 'input')
     await this.sessions.require(tenantId, sessionId)
+    await this.budgets.check(tenantId)
     return { tenantId, sessionId, request, idempotencyKey, admitted: await this.preparer.admit(tenantId, sessionId, request) }
   }
 

@@ -104,6 +104,11 @@ export class QueueStore {
     return row && toRecord(row)
   }
 
+  /** Prompts a tenant had admitted since `since`, across its sessions (terminal ones pruned since are not counted). */
+  countSince(tenantId: string, since: Date): Promise<number> {
+    return this.db.queueEntry.count({ where: { tenantId, queuedAt: { gte: since } } })
+  }
+
   /** Frees an expired key so a new admission may take it. */
   async releaseIdempotencyKey(queueId: string): Promise<void> {
     await this.db.queueEntry.updateMany({ where: { id: queueId }, data: { idempotencyKey: null } })

@@ -156,6 +156,15 @@ export class RunStore {
     }
   }
 
+  /** What a tenant's runs started since `since` used: tokens and cost (unpriced runs count no cost). */
+  async usageSince(tenantId: string, since: Date): Promise<{ tokens: number; cost: number }> {
+    const sums = await this.db.run.aggregate({
+      where: { tenantId, startedAt: { gte: since } },
+      _sum: { inputTokens: true, outputTokens: true, costUsd: true },
+    })
+    return { tokens: (sums._sum.inputTokens ?? 0) + (sums._sum.outputTokens ?? 0), cost: sums._sum.costUsd ?? 0 }
+  }
+
   /** Runs not yet terminal, across tenants (used at start-up). */
   async unfinished(): Promise<RunRecord[]> {
     const rows = await this.db.run.findMany({ where: { status: { notIn: ['COMPLETED', 'FAILED', 'ABORTED'] } }, select })

@@ -51,6 +51,19 @@ describe('config from the environment', () => {
     }
   })
 
+  it('reads budgets as tenant:metric=limit/window', () => {
+    expect(loadConfig({}).budgets).toEqual([])
+    expect(loadConfig({ PROMPTLINE_BUDGETS: 'acme:runs=1000/1d, acme:cost=2.5/30d globex:tokens=500000/1h' }).budgets).toEqual([
+      { tenantId: 'acme', metric: 'runs', limit: 1000, windowMs: 86_400_000 },
+      { tenantId: 'acme', metric: 'cost', limit: 2.5, windowMs: 30 * 86_400_000 },
+      { tenantId: 'globex', metric: 'tokens', limit: 500_000, windowMs: 3_600_000 },
+    ])
+    expect(() => loadConfig({ PROMPTLINE_BUDGETS: 'acme:dollars=5/1d' })).toThrow(/PROMPTLINE_BUDGETS: entry 1 .* use runs, tokens or cost/)
+    expect(() => loadConfig({ PROMPTLINE_BUDGETS: 'acme:runs=5' })).toThrow(
+      /PROMPTLINE_BUDGETS: entry 1 .* is not tenant:metric=limit\/window/,
+    )
+  })
+
   it('listens beyond loopback without keys only when told to', () => {
     expect(() => loadConfig({ HOST: '0.0.0.0' })).toThrow(/HOST: 0.0.0.0 .*PROMPTLINE_ALLOW_OPEN=1/)
     expect(loadConfig({ HOST: '0.0.0.0', PROMPTLINE_ALLOW_OPEN: '1' }).host).toBe('0.0.0.0')
