@@ -52,6 +52,7 @@ const configSchema = z.object({
   PROMPTLINE_MAX_COST: count(DEFAULT_REQUEST_LIMITS.maxCost),
   PROMPTLINE_MAX_BODY_BYTES: count(DEFAULT_REQUEST_LIMITS.maxBodyBytes, 1024),
   PROMPTLINE_MUTATIONS_PER_MINUTE: count(DEFAULT_REQUEST_LIMITS.mutationsPerMinute),
+  PROMPTLINE_MAX_SUBSCRIPTIONS_PER_KEY: count(DEFAULT_REQUEST_LIMITS.subscriptionsPerKey),
   PROMPTLINE_CREDENTIAL_ENV_ALLOWLIST: z
     .string()
     .regex(/^\s*[A-Za-z_][A-Za-z0-9_]*(\s*,\s*[A-Za-z_][A-Za-z0-9_]*)*\s*$/, 'must be environment variable names separated by commas')
@@ -126,6 +127,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       maxCost: c.PROMPTLINE_MAX_COST,
       maxBodyBytes: c.PROMPTLINE_MAX_BODY_BYTES,
       mutationsPerMinute: c.PROMPTLINE_MUTATIONS_PER_MINUTE,
+      subscriptionsPerKey: c.PROMPTLINE_MAX_SUBSCRIPTIONS_PER_KEY,
       publicSchema: c.PROMPTLINE_PUBLIC_SCHEMA === '1',
     },
     credentialEnvAllowlist: (c.PROMPTLINE_CREDENTIAL_ENV_ALLOWLIST ?? '')

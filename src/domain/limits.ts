@@ -36,6 +36,8 @@ export interface RequestLimits {
   maxCost: number
   /** Bytes of an HTTP request body or a WebSocket message. */
   maxBodyBytes: number
+  /** Subscriptions one key may hold open at once; past that, RATE_LIMITED. */
+  subscriptionsPerKey: number
   /** Mutations one key may send per minute; past that, RATE_LIMITED. */
   mutationsPerMinute: number
   /** False: no introspection, no GraphiQL, no field suggestions in errors. */
@@ -53,5 +55,6 @@ export const DEFAULT_REQUEST_LIMITS: RequestLimits = {
   maxCost: 5_000,
   maxBodyBytes: 2 * 1024 * 1024,
   mutationsPerMinute: 600,
+  subscriptionsPerKey: 100,
   publicSchema: true,
 }

@@ -32,6 +32,39 @@ const useParseOverflowGuard: Plugin = {
   },
 }
 
+/** An error that the transports report as RATE_LIMITED (maskError and http.ts know the marker). */
+const rateLimited = (message: string) => createGraphQLError(message, { extensions: { http: { statusCode: 429 } } })
+
+/** At most `max` subscriptions open at once per key, on every transport; each one counts until it ends. */
+function useSubscriptionCap(max: number): Plugin {
+  const open = new Map<string, number>()
+  return {
+    onSubscribe({ args, setResultAndStopExecution }) {
+      const keyId = (args.contextValue as { keyId?: string }).keyId ?? 'unknown'
+      const count = open.get(keyId) ?? 0
+      if (count >= max) {
+        setResultAndStopExecution({
+          errors: [rateLimited(`this key already holds ${max} open subscriptions (PROMPTLINE_MAX_SUBSCRIPTIONS_PER_KEY)`)],
+        })
+        return
+      }
+      open.set(keyId, count + 1)
+      let released = false
+      const release = () => {
+        if (released) return
+        released = true
+        const left = (open.get(keyId) ?? 1) - 1
+        if (left > 0) open.set(keyId, left)
+        else open.delete(keyId)
+      }
+      return {
+        onSubscribeResult: ({ result }) => (Symbol.asyncIterator in Object(result) ? { onEnd: release } : release()),
+        onSubscribeError: release,
+      }
+    },
+  }
+}
+
 /**
  * GraphQL Armor (depth, aliases, directives, tokens, cost), Yoga's CSRF prevention (a browser's
  * "simple" request must carry a custom header; Authorization counts), and introspection only
@@ -63,6 +96,7 @@ export function requestLimitPlugins(limits: RequestLimits): Plugin[] {
         },
       ],
     }) as Plugin,
+    useSubscriptionCap(limits.subscriptionsPerKey),
     useCSRFPrevention({ requestHeaders: ['x-graphql-yoga-csrf', 'authorization'] }),
     ...(limits.publicSchema ? [] : [useDisableIntrospection() as Plugin]),
   ]

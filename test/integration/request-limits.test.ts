@@ -2,7 +2,8 @@ import { getIntrospectionQuery } from 'graphql'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import WebSocket from 'ws'
 import { sha256Hex } from '../../src/domain/hash.js'
-import { CreateSessionDocument, SessionsDocument } from '../generated/graphql.js'
+import { CreateSessionDocument, SessionEventsDocument, SessionsDocument } from '../generated/graphql.js'
+import { createSession, enqueue } from '../helpers/flow.js'
 import { startTestServer, type TestServer } from '../helpers/server.js'
 
 // One request must not be able to hold the server: each limit answers with its code, at once.
@@ -79,6 +80,27 @@ describe('request limits', () => {
       expect((await limited.request(SessionsDocument, { first: 50 })).data!.sessions.edges).toHaveLength(6)
     } finally {
       await limited.stop({ dropDatabase: true })
+    }
+  })
+
+  it('caps the subscriptions one key holds open, and frees a place when one ends', async () => {
+    const capped = await startTestServer({ provider: 'sqlite', app: { requestLimits: { subscriptionsPerKey: 2 } } })
+    try {
+      const s = await createSession(capped, 'watched')
+      const open = [capped.subscribe(SessionEventsDocument, { sessionId: s }), capped.subscribe(SessionEventsDocument, { sessionId: s })]
+      await new Promise((r) => setTimeout(r, 100))
+      const third = capped.subscribe(SessionEventsDocument, { sessionId: s })
+      await third.until(() => third.results.length > 0 || third.error !== null || third.completed)
+      expect(third.results[0]?.errors?.[0]?.extensions?.code).toBe('RATE_LIMITED')
+      open[0]!.unsubscribe()
+      await new Promise((r) => setTimeout(r, 100))
+      const fourth = capped.subscribe(SessionEventsDocument, { sessionId: s })
+      await new Promise((r) => setTimeout(r, 100))
+      await enqueue(capped, { sessionId: s, input: 'heard' })
+      await fourth.until(() => fourth.results.length > 0)
+      expect(fourth.results[0]!.errors).toBeUndefined()
+    } finally {
+      await capped.stop({ dropDatabase: true })
     }
   })
 
