@@ -10,6 +10,17 @@ import { type CoalescerOptions, DEFAULT_COALESCER_OPTIONS } from './runner/token
 /** The repository root (two folders above this file, in src/ and in dist/). */
 export const PROJECT_ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
 
+/** A variable read by a domain parser; what the parser throws becomes the variable's error. */
+const parsedWith = <T>(parse: (text: string) => T) =>
+  z.string().transform((text, ctx) => {
+    try {
+      return parse(text)
+    } catch (error) {
+      ctx.addIssue({ code: 'custom', message: (error as Error).message })
+      return z.NEVER
+    }
+  })
+
 const count = (fallback: number, min = 1) => z.coerce.number().int().min(min).default(fallback)
 
 const configSchema = z.object({
@@ -21,29 +32,9 @@ const configSchema = z.object({
     .default('file:./data/promptline.db'),
   REDIS_URL: z.url({ protocol: /^rediss?$/ }).optional(),
   PROMPTLINE_CATALOG: z.string().min(1).default(path.join(PROJECT_ROOT, 'catalog')),
-  PROMPTLINE_API_KEYS: z
-    .string()
-    .transform((text, ctx) => {
-      try {
-        return parseApiKeys(text)
-      } catch (error) {
-        ctx.addIssue({ code: 'custom', message: (error as Error).message })
-        return z.NEVER
-      }
-    })
-    .optional(),
+  PROMPTLINE_API_KEYS: parsedWith(parseApiKeys).optional(),
   PROMPTLINE_ALLOW_OPEN: z.enum(['0', '1']).default('0'),
-  PROMPTLINE_BUDGETS: z
-    .string()
-    .transform((text, ctx) => {
-      try {
-        return parseBudgets(text)
-      } catch (error) {
-        ctx.addIssue({ code: 'custom', message: (error as Error).message })
-        return z.NEVER
-      }
-    })
-    .optional(),
+  PROMPTLINE_BUDGETS: parsedWith(parseBudgets).optional(),
   PROMPTLINE_PUBLIC_SCHEMA: z.enum(['0', '1']).default('1'),
   PROMPTLINE_MAX_DEPTH: count(DEFAULT_REQUEST_LIMITS.maxDepth),
   PROMPTLINE_MAX_ALIASES: count(DEFAULT_REQUEST_LIMITS.maxAliases, 0),
