@@ -42,7 +42,7 @@ const configSchema = z.object({
   PROMPTLINE_MAX_TOKENS: count(DEFAULT_REQUEST_LIMITS.maxTokens),
   PROMPTLINE_MAX_COST: count(DEFAULT_REQUEST_LIMITS.maxCost),
   PROMPTLINE_MAX_BODY_BYTES: count(DEFAULT_REQUEST_LIMITS.maxBodyBytes, 1024),
-  PROMPTLINE_MUTATIONS_PER_MINUTE: count(DEFAULT_REQUEST_LIMITS.mutationsPerMinute),
+  PROMPTLINE_MUTATIONS_PER_SECOND: count(DEFAULT_REQUEST_LIMITS.mutationsPerSecond),
   PROMPTLINE_MAX_SUBSCRIPTIONS_PER_KEY: count(DEFAULT_REQUEST_LIMITS.subscriptionsPerKey),
   PROMPTLINE_CREDENTIAL_ENV_ALLOWLIST: z
     .string()
@@ -117,7 +117,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       maxTokens: c.PROMPTLINE_MAX_TOKENS,
       maxCost: c.PROMPTLINE_MAX_COST,
       maxBodyBytes: c.PROMPTLINE_MAX_BODY_BYTES,
-      mutationsPerMinute: c.PROMPTLINE_MUTATIONS_PER_MINUTE,
+      mutationsPerSecond: c.PROMPTLINE_MUTATIONS_PER_SECOND,
       subscriptionsPerKey: c.PROMPTLINE_MAX_SUBSCRIPTIONS_PER_KEY,
       publicSchema: c.PROMPTLINE_PUBLIC_SCHEMA === '1',
     },

@@ -38,14 +38,14 @@ export interface RequestLimits {
   maxBodyBytes: number
   /** Subscriptions one key may hold open at once; past that, RATE_LIMITED. */
   subscriptionsPerKey: number
-  /** Mutations one key may send per minute; past that, RATE_LIMITED. */
-  mutationsPerMinute: number
+  /** Mutations one key may send per second (a short window keeps the count cheap); past that, RATE_LIMITED. */
+  mutationsPerSecond: number
   /** False: no introspection, no GraphiQL, no field suggestions in errors. */
   publicSchema: boolean
 }
 
 /** The window of the mutation rate limit; a refused key may try again within it. */
-export const RATE_LIMIT_WINDOW_MS = 60_000
+export const RATE_LIMIT_WINDOW_MS = 1_000
 
 export const DEFAULT_REQUEST_LIMITS: RequestLimits = {
   maxDepth: 10,
@@ -54,7 +54,7 @@ export const DEFAULT_REQUEST_LIMITS: RequestLimits = {
   maxTokens: 5_000,
   maxCost: 5_000,
   maxBodyBytes: 2 * 1024 * 1024,
-  mutationsPerMinute: 600,
+  mutationsPerSecond: 200,
   subscriptionsPerKey: 100,
   publicSchema: true,
 }

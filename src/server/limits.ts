@@ -90,9 +90,9 @@ export function requestLimitPlugins(limits: RequestLimits): Plugin[] {
         {
           type: 'Mutation',
           field: '*',
-          max: limits.mutationsPerMinute,
+          max: limits.mutationsPerSecond,
           window: `${RATE_LIMIT_WINDOW_MS}ms`,
-          message: `this key sent more than ${limits.mutationsPerMinute} mutations in a minute (PROMPTLINE_MUTATIONS_PER_MINUTE)`,
+          message: `this key sent more than ${limits.mutationsPerSecond} mutations in a second (PROMPTLINE_MUTATIONS_PER_SECOND)`,
         },
       ],
     }) as Plugin,

@@ -64,7 +64,7 @@ describe('request limits', () => {
       provider: 'sqlite',
       apiKey: keys[0],
       app: {
-        requestLimits: { mutationsPerMinute: 5 },
+        requestLimits: { mutationsPerSecond: 5 },
         apiKeys: keys.map((key) => ({ sha256: sha256Hex(key), tenantId: 'acme', role: 'write' as const })),
       },
     })
@@ -75,7 +75,7 @@ describe('request limits', () => {
           .then((r) => r.errors?.[0]?.extensions ?? r.data!.createSession.__typename)
       const burst = await Promise.all(Array.from({ length: 10 }, (_, i) => create(`burst-${i}`)))
       expect(burst.filter((r) => r === 'CreateSessionPayload')).toHaveLength(5)
-      expect(burst.filter((r) => typeof r === 'object')).toEqual(Array(5).fill({ code: 'RATE_LIMITED', retryAfterMs: 60_000 }))
+      expect(burst.filter((r) => typeof r === 'object')).toEqual(Array(5).fill({ code: 'RATE_LIMITED', retryAfterMs: 1_000 }))
       expect(await create('other-key', limited.clientWith(keys[1]!))).toBe('CreateSessionPayload')
       expect((await limited.request(SessionsDocument, { first: 50 })).data!.sessions.edges).toHaveLength(6)
     } finally {
