@@ -14,7 +14,7 @@ import {
   UpsertPromptDocument,
 } from '../generated/graphql.js'
 import { providers } from '../helpers/databases.js'
-import { slow, waitForEntry } from '../helpers/flow.js'
+import { slow, waitForEntry, words } from '../helpers/flow.js'
 import { startTestServer, type TestServer } from '../helpers/server.js'
 
 const ACME_ADMIN = 'acme-admin-key-0123456789'
@@ -95,7 +95,7 @@ describe.each(providers)('API keys and tenants (%s)', (provider) => {
     await t.request(CreateSessionDocument, { input: { id: 'secret-plans', defaultProfileId: 'fake-echo' } }, globex)
     const enqueued = await t.request(
       EnqueuePromptDocument,
-      { input: { sessionId: 'secret-plans', input: 'the plan', overrides: slow(50) } },
+      { input: { sessionId: 'secret-plans', input: `the plan ${words(40)}`, overrides: slow(50) } },
       globex,
     )
     const entry = enqueued.data!.enqueuePrompt.__typename === 'EnqueuePromptPayload' ? enqueued.data!.enqueuePrompt.entry : null
