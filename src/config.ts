@@ -3,7 +3,14 @@ import { fileURLToPath } from 'node:url'
 import { z } from 'zod'
 import { type ApiKeyEntry, parseApiKeys } from './domain/access.js'
 import { type Budget, parseBudgets } from './domain/budgets.js'
-import { DEFAULT_QUEUE_LIMITS, DEFAULT_REQUEST_LIMITS, type QueueLimits, type RequestLimits } from './domain/limits.js'
+import {
+  DEFAULT_DURABILITY_TIMES,
+  DEFAULT_QUEUE_LIMITS,
+  DEFAULT_REQUEST_LIMITS,
+  type DurabilityTimes,
+  type QueueLimits,
+  type RequestLimits,
+} from './domain/limits.js'
 import { LOG_LEVELS, type LogLevel } from './domain/logger.js'
 import { type CoalescerOptions, DEFAULT_COALESCER_OPTIONS } from './runner/token-coalescer.js'
 
@@ -58,6 +65,11 @@ const configSchema = z.object({
   PROMPTLINE_TOKEN_COALESCE_MS: count(DEFAULT_COALESCER_OPTIONS.windowMs, 0),
   PROMPTLINE_TOKEN_COALESCE_MAX: count(DEFAULT_COALESCER_OPTIONS.maxDeltas),
   PROMPTLINE_SHUTDOWN_GRACE_MS: count(10_000, 0),
+  PROMPTLINE_HEARTBEAT_MS: count(DEFAULT_DURABILITY_TIMES.heartbeatMs, 10),
+  PROMPTLINE_STALE_MS: count(DEFAULT_DURABILITY_TIMES.staleMs, 10),
+  PROMPTLINE_INFLIGHT_GRACE_MS: count(DEFAULT_DURABILITY_TIMES.inFlightGraceMs, 0),
+  PROMPTLINE_NO_PROGRESS_MS: count(DEFAULT_DURABILITY_TIMES.noProgressMs, 10),
+  PROMPTLINE_REAP_INTERVAL_MS: count(DEFAULT_DURABILITY_TIMES.reapIntervalMs, 10),
 })
 
 export interface Config {
@@ -77,6 +89,7 @@ export interface Config {
   budgets: Budget[]
   coalescer: CoalescerOptions
   shutdownGraceMs: number
+  durability: DurabilityTimes
 }
 
 /** Hosts only this machine can reach: without API keys the server listens on nothing else. */
@@ -96,6 +109,11 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     throw new ConfigError(`invalid environment variable ${String(issue.path[0])}: ${issue.message}`)
   }
   const c = parsed.data
+  if (c.PROMPTLINE_STALE_MS <= c.PROMPTLINE_HEARTBEAT_MS) {
+    throw new ConfigError(
+      'invalid environment variable PROMPTLINE_STALE_MS: must be longer than PROMPTLINE_HEARTBEAT_MS, or live runs would be reaped',
+    )
+  }
   const apiKeys = c.PROMPTLINE_API_KEYS && c.PROMPTLINE_API_KEYS.length > 0 ? c.PROMPTLINE_API_KEYS : null
   if (!apiKeys && !LOOPBACK_HOSTS.has(c.HOST) && c.PROMPTLINE_ALLOW_OPEN !== '1') {
     throw new ConfigError(
@@ -136,5 +154,12 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     },
     coalescer: { windowMs: c.PROMPTLINE_TOKEN_COALESCE_MS, maxDeltas: c.PROMPTLINE_TOKEN_COALESCE_MAX },
     shutdownGraceMs: c.PROMPTLINE_SHUTDOWN_GRACE_MS,
+    durability: {
+      heartbeatMs: c.PROMPTLINE_HEARTBEAT_MS,
+      staleMs: c.PROMPTLINE_STALE_MS,
+      inFlightGraceMs: c.PROMPTLINE_INFLIGHT_GRACE_MS,
+      noProgressMs: c.PROMPTLINE_NO_PROGRESS_MS,
+      reapIntervalMs: c.PROMPTLINE_REAP_INTERVAL_MS,
+    },
   }
 }

@@ -24,6 +24,7 @@ async function main(): Promise<void> {
       limits: config.limits,
       coalescer: config.coalescer,
       shutdownGraceMs: config.shutdownGraceMs,
+      durability: config.durability,
       credentialEnvAllowlist: config.credentialEnvAllowlist,
       apiKeys: config.apiKeys,
       requestLimits: config.requestLimits,

@@ -58,3 +58,25 @@ export const DEFAULT_REQUEST_LIMITS: RequestLimits = {
   subscriptionsPerKey: 100,
   publicSchema: true,
 }
+
+/** How live runs show they are alive, and when the reaper ends those that do not (DESIGN §6). */
+export interface DurabilityTimes {
+  /** How often a live run writes its heartbeat (and its last progress). */
+  heartbeatMs: number
+  /** A run whose heartbeat is older than this is ended FAILED/STALE. */
+  staleMs: number
+  /** Extra time a run with an open model call gets past `staleMs`. */
+  inFlightGraceMs: number
+  /** A run that heartbeats but makes no progress (token, steer, repair) this long is stopped (NO_PROGRESS). */
+  noProgressMs: number
+  /** How often every instance looks for stale runs (it also looks at start). */
+  reapIntervalMs: number
+}
+
+export const DEFAULT_DURABILITY_TIMES: DurabilityTimes = {
+  heartbeatMs: 5_000,
+  staleMs: 30_000,
+  inFlightGraceMs: 30_000,
+  noProgressMs: 300_000,
+  reapIntervalMs: 5_000,
+}

@@ -19,7 +19,17 @@ export const RUN_STATUSES = [
 export type RunStatus = (typeof RUN_STATUSES)[number]
 
 /** Why a run ended. */
-export const TERMINAL_REASONS = ['COMPLETED', 'ERROR', 'ABORTED', 'CANCELLED', 'SUPERSEDED', 'SHUTDOWN', 'INTERRUPTED', 'STALE'] as const
+export const TERMINAL_REASONS = [
+  'COMPLETED',
+  'ERROR',
+  'ABORTED',
+  'CANCELLED',
+  'SUPERSEDED',
+  'SHUTDOWN',
+  'INTERRUPTED',
+  'STALE',
+  'NO_PROGRESS',
+] as const
 export type TerminalReason = (typeof TERMINAL_REASONS)[number]
 
 /** What a queue entry asks to run, as admitted. */

@@ -16,6 +16,10 @@ interface Stream {
   raising: boolean
   /** Published but not yet written, in sequence order. */
   unwritten: SessionEvent[]
+  /** While a commit is writing: the events published meanwhile, delivered after it. */
+  held: SessionEvent[] | null
+  /** The commit in progress, if any. */
+  committing: Promise<void> | null
 }
 
 export interface EventBusOptions {
@@ -77,7 +81,8 @@ export class SessionEventBus {
     const next = Math.max(ceiling, persisted) + 1
     const reserved = next + this.options.sequenceBlock - 1
     await this.sessions.raiseSequenceCeiling(tenantId, sessionId, reserved)
-    if (!this.streams.has(key)) this.streams.set(key, { next, ceiling: reserved, raising: false, unwritten: [] })
+    if (!this.streams.has(key))
+      this.streams.set(key, { next, ceiling: reserved, raising: false, unwritten: [], held: null, committing: null })
   }
 
   /** Forgets a deleted session's stream. */
@@ -86,17 +91,74 @@ export class SessionEventBus {
   }
 
   publish(tenantId: string, sessionId: string, runId: string | null, data: SessionEventData): SessionEvent {
-    const key = sessionTopic(tenantId, sessionId)
-    const stream = this.streams.get(key)
+    const stream = this.stream(tenantId, sessionId)
+    const event = this.number(stream, tenantId, sessionId, runId, data)
+    if (stream.held) stream.held.push(event)
+    else this.release(stream, event)
+    return event
+  }
+
+  /**
+   * Publishes a run's last events only once `write` has stored them, in the caller's transaction
+   * with the rest of the run's end (DESIGN §6). Everything published before is written first;
+   * what the session publishes meanwhile waits behind them, so subscribers still get every
+   * sequence in order. When `write` returns false or throws, these events are never delivered
+   * and their numbers stay unused. Resolves to what `write` resolved to.
+   */
+  async commit(
+    tenantId: string,
+    sessionId: string,
+    runId: string,
+    data: readonly SessionEventData[],
+    write: (events: SessionEvent[]) => Promise<boolean>,
+  ): Promise<boolean> {
+    const stream = this.stream(tenantId, sessionId)
+    while (stream.committing !== null) await stream.committing
+    const events = data.map((d) => this.number(stream, tenantId, sessionId, runId, d))
+    stream.held = []
+    let written = false
+    let done!: () => void
+    stream.committing = new Promise((resolve) => {
+      done = resolve
+    })
+    try {
+      await this.flush()
+      written = await write(events)
+      return written
+    } finally {
+      const key = sessionTopic(tenantId, sessionId)
+      if (written) for (const event of events) this.notifyAll(key, event)
+      const held = stream.held
+      stream.held = null
+      for (const event of held) this.release(stream, event)
+      stream.committing = null
+      done()
+    }
+  }
+
+  private stream(tenantId: string, sessionId: string): Stream {
+    const stream = this.streams.get(sessionTopic(tenantId, sessionId))
     if (!stream) throw new Error(`event stream of session ${sessionId} was not opened`)
+    return stream
+  }
+
+  private number(stream: Stream, tenantId: string, sessionId: string, runId: string | null, data: SessionEventData): SessionEvent {
     const event = { ...data, tenantId, sessionId, runId, sequence: stream.next++, at: new Date().toISOString() } as SessionEvent
     if (stream.next > stream.ceiling - this.options.sequenceBlock / 2) this.raiseCeiling(tenantId, sessionId, stream)
+    return event
+  }
+
+  /** Queues a numbered event for the writer and delivers it live. */
+  private release(stream: Stream, event: SessionEvent): void {
     stream.unwritten.push(event)
     this.writeQueue.push(event)
     this.flushTimer ??= setTimeout(() => void this.flush(), this.options.flushIntervalMs)
-    this.notify(key, event)
-    if (runId !== null) this.notify(runTopic(runId), event)
-    return event
+    this.notifyAll(sessionTopic(event.tenantId, event.sessionId), event)
+  }
+
+  private notifyAll(sessionKey: string, event: SessionEvent): void {
+    this.notify(sessionKey, event)
+    if (event.runId !== null) this.notify(runTopic(event.runId), event)
   }
 
   private notify(topic: string, event: SessionEvent): void {

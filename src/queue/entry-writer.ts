@@ -27,10 +27,16 @@ export class QueueEntryWriter {
     this.deps.bus.publish(queue.tenantId, queue.sessionId, entry.runId, { type: 'QUEUE_ENTRY', kind, entry: { ...entry } })
   }
 
-  /** A terminal entry: no longer outstanding, written, announced, and old terminal entries pruned. */
+  /** A terminal entry that never ran: written, announced, retired. */
   finish(queue: SessionQueue, entry: QueueEntryRecord): void {
-    queue.outstanding.delete(entry.queueId)
     this.save(entry)
+    if (!queue.deleting) this.publish(queue, 'FINISHED', entry)
+    this.retire(queue, entry)
+  }
+
+  /** A terminal entry, already written: no longer outstanding, and old terminal entries pruned. */
+  retire(queue: SessionQueue, entry: QueueEntryRecord): void {
+    queue.outstanding.delete(entry.queueId)
     const { tenantId, sessionId } = queue
     const keep = this.deps.retainedTerminal
     // prune only when the count may be well over the limit (a tenth of slack), not once per run
@@ -39,6 +45,5 @@ export class QueueEntryWriter {
         queue.terminalCount = await this.deps.entries.pruneTerminal(tenantId, sessionId, keep)
       })
     }
-    if (!queue.deleting) this.publish(queue, 'FINISHED', entry)
   }
 }

@@ -2,12 +2,15 @@ import { randomUUID } from 'node:crypto'
 import { InternalError, NotFoundError, SessionBusyError, SteerRejectedError } from '../domain/errors.js'
 import { hashValue } from '../domain/hash.js'
 import { advanceEntry } from '../domain/lifecycles.js'
-import type { QueueLimits } from '../domain/limits.js'
+import type { DurabilityTimes, QueueLimits } from '../domain/limits.js'
+import type { Logger } from '../domain/logger.js'
 import type { QueueEntryRecord, QueueEntryView, RunRecord, RunRequest, SessionStatus, WhenBusy } from '../domain/records.js'
 import type { SessionEventBus } from '../events/event-bus.js'
 import type { AdmittedPrompt } from '../runner/prepare.js'
 import type { RunExecutor } from '../runner/run-executor.js'
+import type { EventStore } from '../store/event-store.js'
 import type { QueueStore } from '../store/queue-store.js'
+import type { RunLedger } from '../store/run-ledger.js'
 import type { RunStore } from '../store/run-store.js'
 import type { SaveQueue } from '../store/save-queue.js'
 import type { SessionMemory } from '../store/session-memory.js'
@@ -16,7 +19,7 @@ import { DebounceScheduler } from './debounce-scheduler.js'
 import { QueueEntryWriter } from './entry-writer.js'
 import { IdempotentAdmissions } from './idempotent-admissions.js'
 import { QueueDrain } from './queue-drain.js'
-import { recoverQueues } from './queue-recovery.js'
+import { QueueRecovery } from './queue-recovery.js'
 import { RunSupervisor } from './run-supervisor.js'
 import type { SessionQueue } from './session-queue.js'
 import { SessionQueues } from './session-queues.js'
@@ -38,9 +41,13 @@ export interface PromptQueueDeps {
   bus: SessionEventBus
   entries: QueueStore
   runs: RunStore
+  ledger: RunLedger
+  events: EventStore
   sessions: SessionMemory
   saves: SaveQueue
   limits: QueueLimits
+  times: DurabilityTimes
+  logger: Logger
 }
 
 const now = () => new Date().toISOString()
@@ -58,6 +65,7 @@ export class PromptQueue {
   private readonly supervisor: RunSupervisor
   private readonly drainer: QueueDrain
   private readonly idempotent: IdempotentAdmissions
+  private readonly recovery: QueueRecovery
   private closed = false
 
   constructor(private readonly deps: PromptQueueDeps) {
@@ -73,6 +81,9 @@ export class PromptQueue {
       admission: this.admission,
       scheduler: new DebounceScheduler(),
     })
+    const { ledger, events, sessions, logger, times } = deps
+    const [queues, admission, drain] = [this.queues, this.admission, this.drainer]
+    this.recovery = new QueueRecovery({ runs, ledger, entries, events, sessions, queues, bus, admission, drain, logger, times })
   }
 
   async admit(admission: AdmitRequest): Promise<QueueEntryView> {
@@ -275,19 +286,10 @@ export class PromptQueue {
     this.deps.sessions.forget(tenantId, sessionId)
   }
 
-  /** After a restart: see recoverQueues. */
-  recover(): Promise<void> {
-    const { runs, entries, sessions, bus } = this.deps
-    return recoverQueues({
-      runs,
-      entries,
-      sessions,
-      bus,
-      queues: this.queues,
-      writer: this.writer,
-      admission: this.admission,
-      drain: this.drainer,
-    })
+  /** After a restart, ends what the last process left live and resumes the queues; then reaps stale runs periodically. */
+  async recover(): Promise<void> {
+    await this.recovery.recoverAtStart()
+    this.recovery.start()
   }
 
   /**
@@ -297,6 +299,7 @@ export class PromptQueue {
   async close(graceMs: number): Promise<void> {
     this.closed = true
     this.drainer.stop()
+    await this.recovery.stop()
     await this.supervisor.close(graceMs)
   }
 }

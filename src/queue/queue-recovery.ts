@@ -1,63 +1,151 @@
-import { advanceEntry, advanceRun } from '../domain/lifecycles.js'
-import type { QueueEntryRecord, RunRecord } from '../domain/records.js'
+import type { SessionEvent, SessionEventData } from '../domain/events.js'
+import { advanceEntry, advanceRun, isTerminalEntry, isTerminalRun } from '../domain/lifecycles.js'
+import type { DurabilityTimes } from '../domain/limits.js'
+import type { Logger } from '../domain/logger.js'
+import type { RunRecord } from '../domain/records.js'
 import type { SessionEventBus } from '../events/event-bus.js'
+import { endEntry } from '../runner/run-recorder.js'
+import type { EventStore } from '../store/event-store.js'
 import type { QueueStore } from '../store/queue-store.js'
+import type { RunLedger, StaleGuard } from '../store/run-ledger.js'
 import type { RunStore } from '../store/run-store.js'
 import type { SessionMemory } from '../store/session-memory.js'
 import type { AdmissionLimits } from './admission-limits.js'
-import type { QueueEntryWriter } from './entry-writer.js'
 import type { QueueDrain } from './queue-drain.js'
 import type { SessionQueue } from './session-queue.js'
 import type { SessionQueues } from './session-queues.js'
 
 export interface QueueRecoveryDeps {
   runs: RunStore
+  ledger: RunLedger
   entries: QueueStore
+  events: EventStore
   sessions: SessionMemory
   queues: SessionQueues
   bus: SessionEventBus
-  writer: QueueEntryWriter
   admission: AdmissionLimits
   drain: QueueDrain
+  logger: Logger
+  times: DurabilityTimes
 }
 
-const now = () => new Date().toISOString()
-const INTERRUPTED = 'interrupted by a server restart'
+const ENDS = {
+  INTERRUPTED: 'interrupted by a server restart',
+  STALE: 'its heartbeat stopped (its server died or hung), so the reaper ended it',
+} as const
 
 /**
- * At start-up, what the last process left: runs and entries that were mid-run are FAILED
- * (reason INTERRUPTED, their lost events a visible gap), queued entries resume, scheduled ones
- * are re-armed. A resumed entry is resolved again when it starts (its admission was in memory).
+ * What crashed processes leave behind (DESIGN §6). At start, every run that was live is ended
+ * INTERRUPTED, entries are reconciled with their runs, queued entries resume in order and
+ * scheduled ones keep their fire time. While running, the reaper ends runs whose heartbeat is
+ * stale (a run with a model call open gets a bounded grace). An end is one conditional
+ * transaction: two reapers never both end a run, and an owner that loses stops its run.
  */
-export async function recoverQueues(deps: QueueRecoveryDeps): Promise<void> {
-  for (const run of await deps.runs.unfinished()) {
-    advanceRun(run, 'FAILED')
-    Object.assign(run, {
-      terminalReason: 'INTERRUPTED',
-      errorCode: 'INTERNAL',
-      errorMessage: INTERRUPTED,
-      finishedAt: now(),
-    } satisfies Partial<RunRecord>)
-    await deps.runs.update(run)
-    if (run.sessionId && (await deps.sessions.find(run.tenantId, run.sessionId))) {
-      await deps.queues.get(run.tenantId, run.sessionId)
-      deps.bus.publish(run.tenantId, run.sessionId, run.id, { type: 'RUN_FINISHED', run })
+export class QueueRecovery {
+  private timer: NodeJS.Timeout | null = null
+  private reaping: Promise<void> | null = null
+
+  constructor(private readonly deps: QueueRecoveryDeps) {}
+
+  /** After a restart of the only instance: everything live was this server's before it died. */
+  async recoverAtStart(): Promise<void> {
+    const { runs, entries } = this.deps
+    for (const run of await runs.unfinished()) await this.end(run, 'INTERRUPTED', null)
+    // safety net for records written before run ends were atomic: an entry takes its run's end
+    for (const entry of await entries.withStatus(['STARTING', 'RUNNING'])) {
+      const run = entry.runId === null ? null : await runs.find(entry.tenantId, entry.runId)
+      if (run && isTerminalRun(run.status)) endEntry(entry, run, entry.unappliedSteerIds)
+      else {
+        advanceEntry(entry, 'FAILED')
+        Object.assign(entry, { finishedAt: new Date().toISOString(), error: { code: 'INTERNAL', message: ENDS.INTERRUPTED } })
+      }
+      await entries.update(entry)
+    }
+    const resumed = new Set<SessionQueue>()
+    for (const entry of await entries.withStatus(['QUEUED', 'SCHEDULED'])) {
+      const queue = await this.deps.queues.get(entry.tenantId, entry.sessionId)
+      queue.outstanding.set(entry.queueId, entry)
+      this.deps.admission.reserve(entry.requestBytes)
+      if (entry.status === 'SCHEDULED') this.deps.drain.schedule(queue, entry, entry.fireAt ? Date.parse(entry.fireAt) - Date.now() : 0)
+      resumed.add(queue)
+    }
+    for (const queue of resumed) this.deps.drain.drain(queue)
+  }
+
+  /** Reaps now, then every `reapIntervalMs` until `stop`. */
+  start(): void {
+    void this.reap()
+    this.timer = setInterval(() => void this.reap(), this.deps.times.reapIntervalMs)
+    this.timer.unref()
+  }
+
+  /** Ends every run whose heartbeat is stale; one pass at a time. */
+  reap(): Promise<void> {
+    this.reaping ??= this.reapStale().finally(() => {
+      this.reaping = null
+    })
+    return this.reaping
+  }
+
+  private async reapStale(): Promise<void> {
+    const { staleMs, inFlightGraceMs } = this.deps.times
+    try {
+      for (;;) {
+        const now = Date.now()
+        const guard = { before: new Date(now - staleMs), inFlightBefore: new Date(now - staleMs - inFlightGraceMs) }
+        const stale = await this.deps.runs.stale(guard.before, guard.inFlightBefore, 100)
+        for (const run of stale) await this.end(run, 'STALE', guard)
+        if (stale.length < 100) return
+      }
+    } catch (error) {
+      this.deps.logger.error('could not reap stale runs', { error: (error as Error).message })
     }
   }
-  for (const entry of await deps.entries.withStatus(['STARTING', 'RUNNING'])) {
-    const queue = await deps.queues.get(entry.tenantId, entry.sessionId)
-    advanceEntry(entry, 'FAILED')
-    Object.assign(entry, { finishedAt: now(), error: { code: 'INTERNAL', message: INTERRUPTED } } satisfies Partial<QueueEntryRecord>)
-    await deps.entries.update(entry)
-    deps.writer.publish(queue, 'FINISHED', entry)
+
+  async stop(): Promise<void> {
+    if (this.timer) clearInterval(this.timer)
+    this.timer = null
+    await this.reaping
   }
-  const resumed = new Set<SessionQueue>()
-  for (const entry of await deps.entries.withStatus(['QUEUED', 'SCHEDULED'])) {
-    const queue = await deps.queues.get(entry.tenantId, entry.sessionId)
-    queue.outstanding.set(entry.queueId, entry)
-    deps.admission.reserve(entry.requestBytes)
-    if (entry.status === 'SCHEDULED') deps.drain.schedule(queue, entry, entry.fireAt ? Date.parse(entry.fireAt) - Date.now() : 0)
-    resumed.add(queue)
+
+  /** Ends a run its owner can no longer end: FAILED, its partial output kept, its entry failed, RUN_FINISHED published. */
+  private async end(live: RunRecord, reason: keyof typeof ENDS, guard: StaleGuard | null): Promise<boolean> {
+    const run = { ...live }
+    advanceRun(run, 'FAILED')
+    Object.assign(run, {
+      terminalReason: reason,
+      errorCode: 'INTERNAL',
+      errorMessage: ENDS[reason],
+      finishedAt: new Date().toISOString(),
+      output: await this.partialOutput(run),
+    } satisfies Partial<RunRecord>)
+    const stored = run.queueId && run.sessionId ? await this.deps.entries.find(run.tenantId, run.sessionId, run.queueId) : null
+    const entry = stored && !isTerminalEntry(stored.status) ? endEntry(stored, run, stored.unappliedSteerIds) : null
+    const session = run.sessionId === null ? null : await this.deps.sessions.find(run.tenantId, run.sessionId)
+    const write = (events: SessionEvent[]) => this.deps.ledger.finish({ run, entry, messages: [], events }, guard)
+    if (!session) return write([])
+    await this.deps.queues.get(run.tenantId, session.id)
+    const events: SessionEventData[] = [
+      ...(entry ? [{ type: 'QUEUE_ENTRY' as const, kind: 'FINISHED' as const, entry: { ...entry } }] : []),
+      { type: 'RUN_FINISHED', run },
+    ]
+    return this.deps.bus.commit(run.tenantId, session.id, run.id, events, write)
   }
-  for (const queue of resumed) deps.drain.drain(queue)
+
+  /** What the run had streamed of its answer's last attempt, from its written events. */
+  private async partialOutput(run: RunRecord): Promise<string | null> {
+    if (!run.sessionId) return run.output
+    let attempt = 0
+    let text = ''
+    for (let after = 0; ; ) {
+      const page = await this.deps.events.forRun(run.tenantId, run.id, after, 500)
+      for (const event of page) {
+        after = event.sequence
+        if (event.type !== 'TOKEN_DELTA' || event.candidate !== null) continue
+        if (event.attempt !== attempt) [attempt, text] = [event.attempt, '']
+        text += event.text
+      }
+      if (page.length < 500) return text === '' ? run.output : text
+    }
+  }
 }

@@ -1,5 +1,5 @@
 import { NotFoundError, SteerRejectedError } from '../domain/errors.js'
-import { advanceEntry, entryStatusOf } from '../domain/lifecycles.js'
+import { advanceEntry } from '../domain/lifecycles.js'
 import type { QueueEntryRecord, RunRecord } from '../domain/records.js'
 import { type RunExecutor, RunStop } from '../runner/run-executor.js'
 import type { RunStore } from '../store/run-store.js'
@@ -34,24 +34,19 @@ export class RunSupervisor {
     const { writer, executor } = this.deps
     advanceEntry(entry, 'STARTING')
     entry.startedAt = now()
-    writer.save(entry)
     writer.publish(queue, 'STARTED', entry)
+    // the run claims the entry (STARTING, with its id) in the transaction that inserts it
     const handle = executor.start(entry, queue.admitted.get(entry.queueId) ?? null)
     queue.admitted.delete(entry.queueId)
-    entry.runId = handle.run.id
-    writer.save(entry) // replaces the STARTING write queued just before, now with its run
     // RUNNING is not written: STARTING already marks it mid-run in the store
     void handle.generating.then((started) => {
-      if (!started) return
+      if (!started || entry.status !== 'STARTING') return
       advanceEntry(entry, 'RUNNING')
       writer.publish(queue, 'RUNNING', entry)
     })
+    // the run's end wrote and announced the entry's end with it
     const done = handle.finished.then((run) => {
-      advanceEntry(entry, entryStatusOf(run))
-      entry.finishedAt = now()
-      entry.error = run.errorCode ? { code: run.errorCode, message: run.errorMessage ?? '' } : null
-      entry.unappliedSteerIds = handle.steers.unapplied()
-      writer.finish(queue, entry)
+      writer.retire(queue, entry)
       this.live.delete(run.id)
       this.ended(entry.queueId)
     })

@@ -36,6 +36,8 @@ export class ModelCaller {
     private readonly signal: AbortSignal,
     /** Leases held per backend for the run; the first is taken at admission. */
     private readonly lease: (backend: Backend) => Promise<Release>,
+    /** Told when a vendor call opens and closes (the run's in-flight marker). */
+    private readonly calls: { opened(): void; closed(): void },
   ) {}
 
   /** The candidate the run is on now. */
@@ -65,6 +67,7 @@ export class ModelCaller {
       const client = this.deps.clientFor(candidate.backend)
       for (let attempt = 1; attempt <= retry.maxAttempts; attempt++) {
         const release = await pool.permit(signal)
+        this.calls.opened()
         const started = performance.now()
         let text = ''
         let deltas = 0
@@ -119,6 +122,7 @@ export class ModelCaller {
           await sleep(failure.retryAfterMs ?? backoff, signal)
         } finally {
           release()
+          this.calls.closed()
         }
       }
     }

@@ -8,18 +8,24 @@ import { type AnswerHooks, type AnswerProgress, produceAnswer } from './answer.j
 import { ModelCaller } from './model-caller.js'
 import { alternativeOf, type Branch, type BranchFactory, runParallel } from './parallel.js'
 import type { AdmittedPrompt, Candidate, PromptPreparer } from './prepare.js'
-import { type RunEnding, RunRecorder, type RunRecorderDeps } from './run-recorder.js'
+import { type RunEnding, RunRecorder, type RunRecorderDeps, type Stall } from './run-recorder.js'
 import { SteerInbox } from './steer-inbox.js'
 import { type CoalescerOptions, TokenCoalescer } from './token-coalescer.js'
 
 /** Why a run was stopped from outside; the abort signal's reason. */
 export class RunStop {
   constructor(
-    readonly reason: Extract<TerminalReason, 'ABORTED' | 'CANCELLED' | 'SUPERSEDED' | 'SHUTDOWN'>,
+    readonly reason: Extract<TerminalReason, 'ABORTED' | 'CANCELLED' | 'SUPERSEDED' | 'SHUTDOWN' | 'STALE' | 'NO_PROGRESS'>,
     readonly message: string,
     /** A superseding INTERRUPT keeps the stopped run's turn in the history, marked interrupted. */
     readonly keepTurn = false,
+    readonly errorCode = 'CANCELLED',
   ) {}
+}
+
+const STALLS: Record<Stall, RunStop> = {
+  STALE: new RunStop('STALE', 'the run was ended by the reaper: its heartbeat was not written in time', false, 'INTERNAL'),
+  NO_PROGRESS: new RunStop('NO_PROGRESS', 'the run made no progress (no token, steer or repair) for too long', false, 'GENERATION'),
 }
 
 /** A run started by `RunExecutor.start`: the queue reads it, stops it, steers it and awaits its end. */
@@ -60,10 +66,12 @@ export class RunExecutor {
   constructor(private readonly deps: RunExecutorDeps) {}
 
   start(entry: QueueEntryRecord, admitted: AdmittedPrompt | null): RunHandle {
-    const recorder = new RunRecorder(this.deps, entry)
     const controller = new AbortController()
-    const steers = new SteerInbox()
     let ending = false
+    const recorder = new RunRecorder(this.deps, entry, (stall) => {
+      if (!ending && !controller.signal.aborted) controller.abort(STALLS[stall])
+    })
+    const steers = new SteerInbox()
     let generationStarted!: (started: boolean) => void
     const generating = new Promise<boolean>((resolve) => {
       generationStarted = resolve
@@ -72,7 +80,7 @@ export class RunExecutor {
       const end = await this.generate(recorder, entry, admitted, controller.signal, steers, () => generationStarted(true))
       ending = true
       generationStarted(false)
-      return recorder.finish(end)
+      return recorder.finish({ ...end, unappliedSteerIds: steers.unapplied() })
     })()
     return {
       run: recorder.run,
@@ -98,7 +106,7 @@ export class RunExecutor {
     signal: AbortSignal,
     steers: SteerInbox,
     onGenerating: () => void,
-  ): Promise<RunEnding> {
+  ): Promise<Omit<RunEnding, 'unappliedSteerIds'>> {
     const { run } = recorder
     const leases = new Map<string, Release>()
     const lease = async (backend: Backend) => {
@@ -114,7 +122,7 @@ export class RunExecutor {
       const progress = newProgress()
       const created: Branch = {
         judge,
-        caller: new ModelCaller(chain, this.deps, branchSignal, lease),
+        caller: new ModelCaller(chain, this.deps, branchSignal, lease, recorder),
         progress,
         coalescer: new TokenCoalescer(
           (text) => recorder.publish({ type: 'TOKEN_DELTA', text, attempt: progress.attempt, candidate: candidateTag }),
@@ -196,7 +204,14 @@ export class RunExecutor {
         const partial = lead && lead.progress.segment !== '' ? [{ role: 'assistant' as const, content: lead.progress.segment }] : []
         const transcript = [...turn, ...(lead?.progress.transcript ?? []), ...partial]
         const history = error.keepTurn ? 'INTERRUPT' : 'NONE'
-        return { status: 'ABORTED', terminalReason: error.reason, errorCode: 'CANCELLED', errorMessage: error.message, transcript, history }
+        return {
+          status: 'ABORTED',
+          terminalReason: error.reason,
+          errorCode: error.errorCode,
+          errorMessage: error.message,
+          transcript,
+          history,
+        }
       }
       const known = error instanceof PromptlineError
       if (!known) this.deps.logger.error('run failed unexpectedly', { runId: run.id, error: (error as Error)?.message })

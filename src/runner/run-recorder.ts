@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto'
 import type { SessionEventData } from '../domain/events.js'
-import { advanceRun } from '../domain/lifecycles.js'
+import { advanceEntry, advanceRun, entryStatusOf, isTerminalEntry } from '../domain/lifecycles.js'
 import type { Logger } from '../domain/logger.js'
-import type { ChatMessage, QueueEntryRecord, RunRecord, RunStatus, TerminalReason } from '../domain/records.js'
+import type { ChatMessage, MessageRecord, QueueEntryRecord, RunRecord, RunStatus, TerminalReason } from '../domain/records.js'
 import type { SessionEventBus } from '../events/event-bus.js'
+import type { RunLedger } from '../store/run-ledger.js'
 import type { RunStore } from '../store/run-store.js'
 import type { SaveQueue } from '../store/save-queue.js'
 import type { SessionMemory } from '../store/session-memory.js'
@@ -11,10 +12,14 @@ import type { SessionMemory } from '../store/session-memory.js'
 export interface RunRecorderDeps {
   bus: SessionEventBus
   runs: RunStore
+  ledger: RunLedger
   saves: SaveQueue
   sessions: SessionMemory
   logger: Logger
+  /** How often a live run marks its row alive. */
   heartbeatMs: number
+  /** A run that makes no progress (token, steer, repair) for this long is stopped. */
+  noProgressMs: number
 }
 
 /** How a run ends, decided by generation and applied by `finish` once its history is written. */
@@ -27,22 +32,31 @@ export interface RunEnding {
   transcript: ChatMessage[]
   /** ALL for a completed run; INTERRUPT keeps a superseded run's turn, its answer marked interrupted. */
   history: 'ALL' | 'INTERRUPT' | 'NONE'
+  /** Steers accepted but never applied, kept on the entry. */
+  unappliedSteerIds: string[]
 }
+
+/** Why a live run must stop on its own: a reaper ended its row, or it stopped making progress. */
+export type Stall = 'STALE' | 'NO_PROGRESS'
 
 const now = () => new Date().toISOString()
 
 /**
- * The durable side of one run: its row (inserted at once, updated through the ordered save
- * queue, so no write waits on the token path), its heartbeat timer, its status moves through
- * the run state machine, and its end — history turn, terminal row, RUN_FINISHED — in that order.
+ * The durable side of one run: its row (inserted with its entry's claim, updated through the
+ * ordered save queue, so no write waits on the token path), its heartbeat and progress marks,
+ * the marker of an open model call, its status moves through the run state machine, and its
+ * end — row, entry, history turn, last events — written in one transaction (DESIGN §6).
  */
 export class RunRecorder {
   readonly run: RunRecord
   private readonly heartbeat: NodeJS.Timeout
+  private lastProgress = Date.now()
+  private openCalls = 0
 
   constructor(
     private readonly deps: RunRecorderDeps,
-    entry: QueueEntryRecord,
+    private readonly entry: QueueEntryRecord,
+    onStall: (stall: Stall) => void,
   ) {
     this.run = {
       id: randomUUID(),
@@ -74,18 +88,41 @@ export class RunRecorder {
       terminalReason: null,
     }
     const { run } = this
-    const inserted = { ...run }
-    deps.saves.enqueue(run.id, () => deps.runs.insert(inserted))
+    entry.runId = run.id
+    const [inserted, claimed] = [{ ...run }, { ...entry }]
+    // after the entry's own pending writes (a debounce that queued it), so the claim is the last word
+    deps.saves.enqueue(run.id, async () => {
+      await deps.saves.settled(entry.queueId)
+      await deps.ledger.start(inserted, claimed)
+    })
     this.publish({ type: 'RUN_STARTED', run: { ...run } })
     this.heartbeat = setInterval(() => {
-      run.heartbeatAt = now()
-      const at = run.heartbeatAt
-      deps.saves.enqueue(run.id, () => deps.runs.heartbeat(run.id, at))
+      const at = new Date()
+      run.heartbeatAt = at.toISOString()
+      const progressed = new Date(this.lastProgress)
+      deps.saves.enqueue(run.id, async () => {
+        if (!(await deps.runs.heartbeat(run.id, at, progressed))) onStall('STALE')
+      })
+      if (at.getTime() - this.lastProgress > deps.noProgressMs) onStall('NO_PROGRESS')
     }, deps.heartbeatMs)
   }
 
   publish(data: SessionEventData): void {
+    if (data.type === 'TOKEN_DELTA' || data.type === 'STEER_APPLIED') this.lastProgress = Date.now()
     this.deps.bus.publish(this.run.tenantId, this.run.sessionId!, this.run.id, data)
+  }
+
+  /** A model call opened: the row carries an in-flight marker while any is open (a bounded grace for the reaper). */
+  opened(): void {
+    if (this.openCalls++ === 0) this.markInFlight(new Date())
+  }
+
+  closed(): void {
+    if (--this.openCalls === 0) this.markInFlight(null)
+  }
+
+  private markInFlight(since: Date | null): void {
+    this.deps.saves.enqueue(this.run.id, () => this.deps.runs.markInFlight(this.run.id, since), 'in-flight')
   }
 
   /** Queues a write of the whole row as it is now (a newer one replaces a queued one); returns what it writes. */
@@ -95,50 +132,72 @@ export class RunRecorder {
     return snapshot
   }
 
-  /** Moves the run through its state machine; `save` writes the new status at once. */
+  /** Moves the run through its state machine; `save` writes the new status at once. A repair is progress. */
   advance(status: RunStatus, save = false): void {
     advanceRun(this.run, status)
+    if (status === 'REPAIRING') this.lastProgress = Date.now()
     if (save) this.save()
   }
 
   /**
-   * Ends the run: appends its turn to the history (and tells subscribers), then moves it to its
-   * terminal status, writes the row and publishes RUN_FINISHED. A history that cannot be
-   * written fails the run, so the run, its entry and the conversation never disagree.
+   * Ends the run: its terminal row, its entry's end, its history turn and its last events
+   * (MESSAGE_CREATED, the entry's FINISHED, RUN_FINISHED) are written in one transaction and
+   * only then published. A run a reaper ended first keeps the reaper's end. A write that fails
+   * leaves the row live for the reaper; the session moves on.
    */
   async finish(ending: RunEnding): Promise<RunRecord> {
     clearInterval(this.heartbeat)
-    const { run } = this
-    let end: Omit<RunEnding, 'transcript' | 'history'> = ending
-    try {
-      await this.appendHistory(ending)
-    } catch (error) {
-      this.deps.logger.error('could not write the history of a run', { runId: run.id, error: (error as Error).message })
-      end = { status: 'FAILED', terminalReason: 'ERROR', errorCode: 'INTERNAL', errorMessage: 'the run could not be recorded' }
-    }
-    advanceRun(run, end.status)
+    const { run, entry, deps } = this
+    const messages = await this.turnOf(ending)
+    advanceRun(run, ending.status)
     Object.assign(run, {
-      terminalReason: end.terminalReason,
-      errorCode: end.errorCode,
-      errorMessage: end.errorMessage,
+      terminalReason: ending.terminalReason,
+      errorCode: ending.errorCode,
+      errorMessage: ending.errorMessage,
       finishedAt: now(),
     } satisfies Partial<RunRecord>)
-    const snapshot = this.save()
-    this.publish({ type: 'RUN_FINISHED', run: snapshot })
-    return snapshot
+    const ended = { ...run }
+    const endedEntry = endEntry({ ...entry }, ended, ending.unappliedSteerIds)
+    const events: SessionEventData[] = [
+      ...messages.map((message) => ({ type: 'MESSAGE_CREATED' as const, message })),
+      { type: 'QUEUE_ENTRY', kind: 'FINISHED', entry: endedEntry },
+      { type: 'RUN_FINISHED', run: ended },
+    ]
+    let final: RunRecord = ended
+    try {
+      await deps.saves.settled(run.id)
+      const written = await deps.bus.commit(run.tenantId, run.sessionId!, run.id, events, (numbered) =>
+        deps.ledger.finish({ run: ended, entry: endedEntry, messages, events: numbered }),
+      )
+      if (written) deps.sessions.appended(run.tenantId, run.sessionId!, messages)
+      else final = (await deps.runs.find(run.tenantId, run.id)) ?? ended
+    } catch (error) {
+      deps.logger.error('could not write the end of a run; the reaper will end it', { runId: run.id, error: (error as Error).message })
+    }
+    Object.assign(run, final)
+    endEntry(entry, final, ending.unappliedSteerIds)
+    return { ...final }
   }
 
-  private async appendHistory({ history, transcript }: RunEnding): Promise<void> {
+  private async turnOf({ history, transcript }: RunEnding): Promise<MessageRecord[]> {
     const { run } = this
-    if (history === 'NONE' || transcript.length === 0) return
+    if (history === 'NONE' || transcript.length === 0) return []
     const session = await this.deps.sessions.find(run.tenantId, run.sessionId!)
-    if (!session?.keepHistory) return
+    if (!session?.keepHistory) return []
     const interruptedLast = history === 'INTERRUPT' && transcript.at(-1)!.role === 'assistant'
-    const appended = await this.deps.sessions.append(
+    return this.deps.sessions.turn(
       run.tenantId,
       run.sessionId!,
       transcript.map((m, i) => ({ ...m, runId: run.id, interrupted: interruptedLast && i === transcript.length - 1 })),
     )
-    for (const message of appended) this.publish({ type: 'MESSAGE_CREATED', message })
   }
+}
+
+/** Moves an entry to the end that mirrors its run's. */
+export function endEntry(entry: QueueEntryRecord, run: RunRecord, unappliedSteerIds: string[]): QueueEntryRecord {
+  if (!isTerminalEntry(entry.status)) advanceEntry(entry, entryStatusOf(run))
+  entry.finishedAt = run.finishedAt ?? now()
+  entry.error = run.errorCode ? { code: run.errorCode, message: run.errorMessage ?? '' } : null
+  entry.unappliedSteerIds = unappliedSteerIds
+  return entry
 }

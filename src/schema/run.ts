@@ -39,7 +39,8 @@ const TerminalReasonEnum = builder.enumType('TerminalReason', {
     SUPERSEDED: 'A newer prompt sent with whenBusy INTERRUPT or ROLLBACK stopped it.',
     SHUTDOWN: 'The server shut down while it ran.',
     INTERRUPTED: 'The server stopped (crashed or was killed) while it ran; events after the last one written are lost.',
-    STALE: 'Its heartbeat stopped and it was reaped.',
+    STALE: 'Its heartbeat stopped (its server died or hung) and a reaper ended it.',
+    NO_PROGRESS: 'It went on heartbeating but made no progress (no token, steer or repair) for too long, so it was stopped.',
   }),
 })
 

@@ -6,7 +6,14 @@ import type { Budget } from '../domain/budgets.js'
 import type { Backend } from '../domain/catalog.js'
 import type { SecretLookup } from '../domain/credentials.js'
 import type { BackendKind } from '../domain/definitions.js'
-import { DEFAULT_QUEUE_LIMITS, DEFAULT_REQUEST_LIMITS, type QueueLimits, type RequestLimits } from '../domain/limits.js'
+import {
+  DEFAULT_DURABILITY_TIMES,
+  DEFAULT_QUEUE_LIMITS,
+  DEFAULT_REQUEST_LIMITS,
+  type DurabilityTimes,
+  type QueueLimits,
+  type RequestLimits,
+} from '../domain/limits.js'
 import type { Logger } from '../domain/logger.js'
 import { DEFAULT_EVENT_BUS_OPTIONS, type EventBusOptions, SessionEventBus } from '../events/event-bus.js'
 import { AnthropicModelClient } from '../providers/anthropic-client.js'
@@ -49,7 +56,8 @@ export interface AppOptions {
   limits?: Partial<QueueLimits>
   coalescer?: CoalescerOptions
   events?: Partial<EventBusOptions>
-  heartbeatMs?: number
+  /** Heartbeats, the stale and no-progress bounds, and how often the reaper looks. */
+  durability?: Partial<DurabilityTimes>
   shutdownGraceMs?: number
   /** Depth, aliases, tokens, cost, body size, and whether the schema is public. */
   requestLimits?: Partial<RequestLimits>
@@ -82,26 +90,33 @@ export async function createApp(options: AppOptions, secrets: SecretLookup, logg
     }
     const clientFor = (backend: Backend): ModelClient => clients[backend.kind]
     const capacity = new CapacityPools()
+    const times = { ...DEFAULT_DURABILITY_TIMES, ...options.durability }
     const executor = new RunExecutor({
       preparer,
       clientFor,
       capacity,
       bus,
       runs: store.runs,
+      ledger: store.ledger,
       saves,
       sessions: sessionMemory,
       logger,
       coalescer: options.coalescer ?? DEFAULT_COALESCER_OPTIONS,
-      heartbeatMs: options.heartbeatMs ?? 5_000,
+      heartbeatMs: times.heartbeatMs,
+      noProgressMs: times.noProgressMs,
     })
     const queue = new PromptQueue({
       executor,
       bus,
       entries: store.entries,
       runs: store.runs,
+      ledger: store.ledger,
+      events: store.events,
       sessions: sessionMemory,
       saves,
       limits: { ...DEFAULT_QUEUE_LIMITS, ...options.limits },
+      times,
+      logger,
     })
     const sessions = new SessionService(store, sessionMemory, catalog, queue)
     const services = {

@@ -36,8 +36,8 @@ export class EventStore {
     private readonly raw: RawWriter,
   ) {}
 
-  /** Writes a batch in few statements (the raw writer: this is the busiest table). */
-  async append(events: readonly SessionEvent[]): Promise<void> {
+  /** Writes a batch in few statements (the raw writer: this is the busiest table), in a transaction when given one. */
+  async append(events: readonly SessionEvent[], raw: RawWriter = this.raw): Promise<void> {
     const rows = events.map(({ tenantId, sessionId, sequence, runId, at, type, ...payload }) => ({
       tenantId,
       sessionId,
@@ -48,7 +48,7 @@ export class EventStore {
       payload,
     }))
     for (let i = 0; i < rows.length; i += ROWS_PER_STATEMENT)
-      await this.raw.insert('RunEvent', rows.slice(i, i + ROWS_PER_STATEMENT), JSON_COLUMNS)
+      await raw.insert('RunEvent', rows.slice(i, i + ROWS_PER_STATEMENT), JSON_COLUMNS)
   }
 
   /** Events of a session after `afterSequence`, in order, at most `limit`. */

@@ -53,9 +53,11 @@ function toRecord(row: Row): QueueEntryRecord {
   }
 }
 
-const JSON_COLUMNS = new Set(['request', 'unappliedSteerIds'])
+export const ENTRY_JSON_COLUMNS = new Set(['request', 'unappliedSteerIds'])
+const JSON_COLUMNS = ENTRY_JSON_COLUMNS
 
-function toData(entry: QueueEntryRecord) {
+/** The columns an entry's writes set (all but its identity). */
+export function entryData(entry: QueueEntryRecord) {
   return {
     priority: entry.priority,
     status: entry.status,
@@ -88,14 +90,14 @@ export class QueueStore {
       idempotencyKey: entry.idempotencyKey,
       idempotencyHash: entry.idempotencyHash,
       queuedAt: new Date(entry.queuedAt),
-      ...toData(entry),
+      ...entryData(entry),
     }
     return this.raw.insert('QueueEntry', [row], JSON_COLUMNS)
   }
 
   /** Writes the entry's mutable fields; a no-op when the entry (or its session) is gone. */
-  update(entry: QueueEntryRecord): Promise<void> {
-    return this.raw.update('QueueEntry', { column: 'id', value: entry.queueId }, toData(entry), JSON_COLUMNS)
+  async update(entry: QueueEntryRecord): Promise<void> {
+    await this.raw.update('QueueEntry', { column: 'id', value: entry.queueId }, entryData(entry), JSON_COLUMNS)
   }
 
   /** The entry admitted with this idempotency key, if any. */

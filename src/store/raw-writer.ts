@@ -1,6 +1,8 @@
 import type { Db, Provider } from './database.js'
 
 type Row = Record<string, unknown>
+/** The client or an open transaction: anything that runs a raw statement. */
+export type RawExecutor = Pick<Db, '$executeRawUnsafe'>
 
 /**
  * Plain parameterized INSERT/UPDATE for the rows written on every run (runs, queue entries,
@@ -11,9 +13,14 @@ type Row = Record<string, unknown>
  */
 export class RawWriter {
   constructor(
-    private readonly db: Db,
+    private readonly db: RawExecutor,
     private readonly provider: Provider,
   ) {}
+
+  /** The same writer inside a transaction. */
+  in(tx: RawExecutor): RawWriter {
+    return new RawWriter(tx, this.provider)
+  }
 
   private param(n: number, json: boolean): string {
     if (this.provider === 'sqlite') return '?'
@@ -44,16 +51,29 @@ export class RawWriter {
     )
   }
 
-  async update(table: string, key: { column: string; value: unknown }, values: Row, json: ReadonlySet<string> = new Set()): Promise<void> {
+  /**
+   * Updates the row with `key`, only while `condition` holds (SQL from the store's own code; its
+   * `param` adds a bound value); returns how many rows changed.
+   */
+  update(
+    table: string,
+    key: { column: string; value: unknown },
+    values: Row,
+    json: ReadonlySet<string> = new Set(),
+    condition: ((param: (value: unknown) => string) => string) | null = null,
+  ): Promise<number> {
     const args: unknown[] = []
     const sets = Object.entries(values).map(([c, v]) => {
       args.push(this.value(c, v, json))
       return `"${c}" = ${this.param(args.length, json.has(c))}`
     })
     args.push(key.value)
-    await this.db.$executeRawUnsafe(
-      `UPDATE "${table}" SET ${sets.join(', ')} WHERE "${key.column}" = ${this.param(args.length, false)}`,
-      ...args,
-    )
+    let where = `"${key.column}" = ${this.param(args.length, false)}`
+    if (condition)
+      where += ` AND ${condition((value) => {
+        args.push(value)
+        return this.param(args.length, false)
+      })}`
+    return this.db.$executeRawUnsafe(`UPDATE "${table}" SET ${sets.join(', ')} WHERE ${where}`, ...args)
   }
 }

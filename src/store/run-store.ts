@@ -64,9 +64,13 @@ function toRecord(row: Row): RunRecord {
   }
 }
 
-const JSON_COLUMNS = new Set(['settings', 'parsedOutput', 'validation', 'failoverAttempts', 'alternatives'])
+export const RUN_JSON_COLUMNS = new Set(['settings', 'parsedOutput', 'validation', 'failoverAttempts', 'alternatives'])
+const JSON_COLUMNS = RUN_JSON_COLUMNS
+/** SQL true while a run is not terminal: the guard of every write that must not overwrite an end. */
+export const RUN_IS_LIVE = `"status" NOT IN ('COMPLETED', 'FAILED', 'ABORTED')`
 
-function toData(run: RunRecord) {
+/** The columns a run's writes set (all but its identity). */
+export function runData(run: RunRecord) {
   return {
     status: run.status,
     promptId: run.promptId,
@@ -101,24 +105,43 @@ export class RunStore {
     private readonly raw: RawWriter,
   ) {}
 
-  insert(run: RunRecord): Promise<void> {
-    const row = {
-      id: run.id,
-      tenantId: run.tenantId,
-      sessionId: run.sessionId,
-      queueId: run.queueId,
-      startedAt: new Date(run.startedAt),
-      ...toData(run),
-    }
-    return this.raw.insert('Run', [row], JSON_COLUMNS)
+  /** Writes the run as it is now, unless it has ended meanwhile (a reaper's end is never overwritten). */
+  async update(run: RunRecord): Promise<void> {
+    await this.raw.update('Run', { column: 'id', value: run.id }, runData(run), JSON_COLUMNS, () => RUN_IS_LIVE)
   }
 
-  update(run: RunRecord): Promise<void> {
-    return this.raw.update('Run', { column: 'id', value: run.id }, toData(run), JSON_COLUMNS)
+  /** Marks a live run alive (and when it last progressed); false when it has ended meanwhile (a reaper ended it). */
+  async heartbeat(id: string, at: Date, lastProgressAt: Date): Promise<boolean> {
+    const changed = await this.raw.update(
+      'Run',
+      { column: 'id', value: id },
+      { heartbeatAt: at, lastProgressAt },
+      undefined,
+      () => RUN_IS_LIVE,
+    )
+    return changed > 0
   }
 
-  heartbeat(id: string, at: string): Promise<void> {
-    return this.raw.update('Run', { column: 'id', value: id }, { heartbeatAt: new Date(at) })
+  /** Sets or clears the marker of an open model call. */
+  async markInFlight(id: string, since: Date | null): Promise<void> {
+    await this.raw.update('Run', { column: 'id', value: id }, { inFlightSince: since }, undefined, () => RUN_IS_LIVE)
+  }
+
+  /**
+   * Live runs whose heartbeat is older than `staleBefore`, or, with a model call open, older
+   * than `inFlightStaleBefore` (the bounded grace). Across tenants, oldest first.
+   */
+  async stale(staleBefore: Date, inFlightStaleBefore: Date, take: number): Promise<RunRecord[]> {
+    const rows = await this.db.run.findMany({
+      where: {
+        status: { notIn: ['COMPLETED', 'FAILED', 'ABORTED'] },
+        OR: [{ inFlightSince: null, heartbeatAt: { lt: staleBefore } }, { heartbeatAt: { lt: inFlightStaleBefore } }],
+      },
+      orderBy: { heartbeatAt: 'asc' },
+      take,
+      select,
+    })
+    return rows.map(toRecord)
   }
 
   async find(tenantId: string, id: string): Promise<RunRecord | null> {

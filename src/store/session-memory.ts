@@ -12,7 +12,7 @@ export type NewMessage = Pick<MessageRecord, 'role' | 'content' | 'runId' | 'int
 
 /**
  * Sessions and their conversation histories, kept in memory by the process that owns their
- * queues, so a run reads neither from the database; appends write through. Bounded: the least
+ * queues, so a run reads neither from the database; a run's end writes its turn. Bounded: the least
  * recently used session is dropped (and read again when needed).
  */
 export class SessionMemory {
@@ -58,16 +58,21 @@ export class SessionMemory {
     return [...entry.history]
   }
 
-  /** Appends after the last message; only the session's queue appends, one run at a time. */
-  async append(tenantId: string, sessionId: string, messages: NewMessage[]): Promise<MessageRecord[]> {
+  /**
+   * Numbers a turn after the last message, without writing it: the run's end writes it in its
+   * transaction, then `appended` adds it here. Only the session's queue appends, one run at a time.
+   */
+  async turn(tenantId: string, sessionId: string, messages: NewMessage[]): Promise<MessageRecord[]> {
     const history = await this.messages(tenantId, sessionId)
     const createdAt = new Date().toISOString()
     const last = history.at(-1)?.position ?? 0
-    const rows: MessageRecord[] = messages.map((m, i) => ({ id: randomUUID(), sessionId, position: last + i + 1, createdAt, ...m }))
-    await this.store.insertMessages(tenantId, sessionId, rows)
+    return messages.map((m, i) => ({ id: randomUUID(), sessionId, position: last + i + 1, createdAt, ...m }))
+  }
+
+  /** A turn that was written. */
+  appended(tenantId: string, sessionId: string, rows: MessageRecord[]): void {
     const entry = this.entries.get(this.key(tenantId, sessionId))
     if (entry?.history) entry.history.push(...rows)
-    return rows
   }
 
   forget(tenantId: string, id: string): void {

@@ -96,13 +96,7 @@ export class SessionStore {
     return rows.map((m) => ({ ...m, role: m.role as MessageRecord['role'], createdAt: m.createdAt.toISOString() }))
   }
 
-  /** Inserts messages at the given positions (the caller knows the last one), in one statement. */
-  async insertMessages(tenantId: string, sessionId: string, messages: MessageRecord[]): Promise<void> {
-    await this.db.message.createMany({
-      data: messages.map((m) => ({ ...m, tenantId, sessionId, createdAt: new Date(m.createdAt) })),
-    })
-  }
-
+  /** The highest event sequence reserved for the session. */
   async sequenceCeiling(tenantId: string, id: string): Promise<number> {
     const row = await this.db.session.findUnique({ where: { tenantId_id: { tenantId, id } }, select: { sequenceCeiling: true } })
     return row?.sequenceCeiling ?? 0

@@ -5,6 +5,7 @@ import { ProfileStore } from './profile-store.js'
 import { PromptStore } from './prompt-store.js'
 import { QueueStore } from './queue-store.js'
 import { RawWriter } from './raw-writer.js'
+import { RunLedger } from './run-ledger.js'
 import { RunStore } from './run-store.js'
 import { SessionStore } from './session-store.js'
 
@@ -16,6 +17,7 @@ export class Store {
   readonly entries: QueueStore
   readonly runs: RunStore
   readonly events: EventStore
+  readonly ledger: RunLedger
 
   constructor(private readonly database: Database) {
     this.prompts = new PromptStore(database.db)
@@ -25,6 +27,7 @@ export class Store {
     this.entries = new QueueStore(database.db, raw)
     this.runs = new RunStore(database.db, raw)
     this.events = new EventStore(database.db, raw)
+    this.ledger = new RunLedger(database.db, raw, this.events)
   }
 
   get provider() {

@@ -69,29 +69,6 @@ describe.each(providers)('records written by the store read back the same (%s)',
     terminalReason: 'COMPLETED',
   }
 
-  it('keeps every field of a run, JSON scalars and timestamps included', async () => {
-    await store.runs.insert({
-      ...run,
-      status: 'PREPARING',
-      output: null,
-      parsedOutput: null,
-      validation: null,
-      failoverAttempts: [],
-      alternatives: [],
-      usage: null,
-      costUsd: null,
-      firstTokenAt: null,
-      finishedAt: null,
-      terminalReason: null,
-    })
-    await store.runs.update(run)
-    expect(await store.runs.find('t', 'run-1')).toEqual(run)
-    for (const parsedOutput of ['36', [1, 'two'], { x: 1 }, true, null]) {
-      await store.runs.update({ ...run, parsedOutput })
-      expect((await store.runs.find('t', 'run-1'))!.parsedOutput).toEqual(parsedOutput)
-    }
-  })
-
   it('keeps every field of a queue entry', async () => {
     const entry: QueueEntryRecord = {
       queueId: 'q-1',
@@ -149,5 +126,62 @@ describe.each(providers)('records written by the store read back the same (%s)',
       441, 442, 443, 444, 445, 446, 447, 448, 449, 450,
     ])
     expect(await store.events.maxSequence('t', 's')).toBe(450)
+  })
+
+  it('starts and ends a run in one transaction each, every field kept, and never ends it twice', async () => {
+    const entry = (await store.entries.find('t', 's', 'q-1'))!
+    const live: RunRecord = {
+      ...run,
+      status: 'PREPARING',
+      output: null,
+      parsedOutput: null,
+      validation: null,
+      failoverAttempts: [],
+      alternatives: [],
+      usage: null,
+      costUsd: null,
+      firstTokenAt: null,
+      finishedAt: null,
+      terminalReason: null,
+    }
+    await store.ledger.start(live, { ...entry, status: 'STARTING', runId: 'run-1', error: null, finishedAt: null })
+    expect(await store.runs.find('t', 'run-1')).toEqual(live)
+    expect(await store.entries.find('t', 's', 'q-1')).toMatchObject({ status: 'STARTING', runId: 'run-1' })
+    for (const parsedOutput of ['36', [1, 'two'], { x: 1 }, true, null]) {
+      await store.runs.update({ ...live, status: 'GENERATING', parsedOutput })
+      expect((await store.runs.find('t', 'run-1'))!.parsedOutput).toEqual(parsedOutput)
+    }
+    const ended = { ...entry, status: 'COMPLETED' as const, runId: 'run-1', error: null, finishedAt: at(1234) }
+    const message = {
+      id: 'm-1',
+      sessionId: 's',
+      position: 1,
+      role: 'assistant' as const,
+      content: 'hi',
+      runId: 'run-1',
+      interrupted: false,
+      createdAt: at(5),
+    }
+    const finished: SessionEvent = { type: 'RUN_FINISHED', run, tenantId: 't', sessionId: 's', runId: 'run-1', sequence: 451, at: at(6) }
+    expect(await store.ledger.finish({ run, entry: ended, messages: [message], events: [finished] })).toBe(true)
+    expect(await store.runs.find('t', 'run-1')).toEqual(run)
+    expect(await store.entries.find('t', 's', 'q-1')).toEqual(ended)
+    expect(await store.sessions.messages('t', 's')).toMatchObject([{ id: 'm-1', content: 'hi', runId: 'run-1' }])
+    expect(await store.events.forRun('t', 'run-1', 450, 10)).toEqual([finished])
+    // a second end (a reaper racing the owner) writes nothing at all
+    const again = { ...run, status: 'FAILED' as const, terminalReason: 'STALE' as const }
+    const second = { ...finished, sequence: 452, run: again }
+    expect(
+      await store.ledger.finish({
+        run: again,
+        entry: { ...ended, status: 'FAILED' },
+        messages: [{ ...message, id: 'm-2', position: 2 }],
+        events: [second],
+      }),
+    ).toBe(false)
+    expect(await store.runs.find('t', 'run-1')).toEqual(run)
+    expect(await store.entries.find('t', 's', 'q-1')).toEqual(ended)
+    expect(await store.sessions.messages('t', 's')).toHaveLength(1)
+    expect(await store.events.forRun('t', 'run-1', 450, 10)).toEqual([finished])
   })
 })
