@@ -1,13 +1,15 @@
 import { type ChildProcess, spawn } from 'node:child_process'
-import path from 'node:path'
 import { print } from 'graphql'
 import { PROJECT_ROOT } from '../../src/config.js'
 
-/** Starts `src/main.ts` in a child process on port 0 and resolves with its URL. */
-export function startServerProcess(databaseUrl: string): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(path.join(PROJECT_ROOT, 'node_modules/.bin/tsx'), ['src/main.ts'], {
+/**
+ * Starts `src/main.ts` in a child process on port 0 and resolves with its URL. Node itself runs
+ * it (tsx as a loader, not its CLI, which would put the server in a grandchild a kill misses).
+ */
+export function startServerProcess(databaseUrl: string, env: Record<string, string> = {}): Promise<{ child: ChildProcess; url: string }> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
     cwd: PROJECT_ROOT,
-    env: { ...process.env, DATABASE_URL: databaseUrl, PORT: '0', LOG_LEVEL: 'error' },
+    env: { ...process.env, DATABASE_URL: databaseUrl, PORT: '0', LOG_LEVEL: 'error', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   return new Promise((resolve, reject) => {
@@ -33,4 +35,12 @@ export async function post<T, V>(
     body: JSON.stringify({ query: print(document), variables }),
   })
   return ((await response.json()) as { data: T }).data
+}
+
+/** Kills a server process without warning (SIGKILL) and waits until it is gone. */
+export async function killHard(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null || child.signalCode !== null) return
+  const exited = new Promise((resolve) => child.once('exit', resolve))
+  child.kill('SIGKILL')
+  await exited
 }
