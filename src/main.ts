@@ -47,9 +47,11 @@ async function main(): Promise<void> {
   const shutdown = (signal: string) => {
     if (stopping) return
     stopping = true
-    logger.info('shutting down', { signal })
-    void http
-      .stop()
+    logger.info('draining', { signal })
+    // keep serving while running prompts finish, so their streams end; then stop listening
+    void app
+      .drain()
+      .then(() => http.stop())
       .then(() => app.close())
       .then(
         () => process.exit(0),

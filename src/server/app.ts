@@ -46,7 +46,13 @@ export interface App {
   queue: PromptQueue
   /** Waits until every write queued so far has landed (for tests and shutdown). */
   flush(): Promise<void>
-  /** Stops admitting, lets running prompts finish for `shutdownGraceMs`, writes everything, closes the database. */
+  /**
+   * Drains: /readyz answers 503, no prompt is admitted, running prompts get `shutdownGraceMs` to
+   * finish (the rest end SHUTDOWN), queued ones stay queued for the next start, everything is
+   * written. The listener keeps serving meanwhile, so streams see their runs end.
+   */
+  drain(): Promise<void>
+  /** Drains, then closes the database. */
   close(): Promise<void>
 }
 
@@ -126,12 +132,22 @@ export async function createApp(options: AppOptions, secrets: SecretLookup, logg
     }
     const keys = new ApiKeyRing(options.apiKeys ?? null)
     const limits = { ...DEFAULT_REQUEST_LIMITS, ...options.requestLimits }
-    const yoga = createPromptlineYoga({ schema, services, ping: () => store.ping(), logger, keys, limits })
+    let draining: Promise<void> | null = null
+    const probes = {
+      ping: () => store.ping(),
+      unready: async () => (draining ? 'draining' : store.unready()),
+    }
+    const yoga = createPromptlineYoga({ schema, services, probes, logger, keys, limits })
     await queue.recover()
     const flush = async () => {
       await saves.flush()
       await bus.flush()
     }
+    const drain = () =>
+      (draining ??= (async () => {
+        await queue.close(options.shutdownGraceMs ?? 10_000)
+        await flush()
+      })())
     let closing: Promise<void> | null = null
     return {
       yoga,
@@ -140,10 +156,10 @@ export async function createApp(options: AppOptions, secrets: SecretLookup, logg
       store,
       queue,
       flush,
+      drain,
       close: () =>
         (closing ??= (async () => {
-          await queue.close(options.shutdownGraceMs ?? 10_000)
-          await flush()
+          await drain()
           await bus.close()
           await store.close()
         })()),

@@ -11,18 +11,36 @@ import { requestLimitPlugins } from './limits.js'
 
 export type PromptlineYoga = YogaServerInstance<Record<string, unknown>, Context>
 
-/** `GET /healthz`: 200 when the database answers, 503 when it does not. */
-function useHealthz(ping: () => Promise<void>, logger: Logger): Plugin {
+/** What the load balancer and the orchestrator ask. */
+export interface Probes {
+  /** Throws when the server is not alive (its database does not answer). */
+  ping(): Promise<void>
+  /** Why the server should get no new traffic (database, migrations, draining), or null. */
+  unready(): Promise<string | null>
+}
+
+/**
+ * `GET /healthz`: 200 while the database answers. `GET /readyz`: 200 while the server should
+ * get traffic: database reachable, migrations applied, not draining; 503 with the reason when not.
+ */
+function useProbes(probes: Probes, logger: Logger): Plugin {
   return {
     async onRequest({ url, endResponse, fetchAPI }) {
-      if (url.pathname !== '/healthz') return
+      if (url.pathname !== '/healthz' && url.pathname !== '/readyz') return
+      const health = url.pathname === '/healthz'
+      let reason: string | null = null
       try {
-        await ping()
-        endResponse(fetchAPI.Response.json({ status: 'ok' }))
+        if (health) await probes.ping()
+        else reason = await probes.unready()
       } catch (err) {
         logger.warn('health check failed', { error: (err as Error).message })
-        endResponse(fetchAPI.Response.json({ status: 'unavailable' }, { status: 503 }))
+        reason = 'the database does not answer'
       }
+      endResponse(
+        reason === null
+          ? fetchAPI.Response.json({ status: health ? 'ok' : 'ready' })
+          : fetchAPI.Response.json({ status: 'unavailable', reason }, { status: 503 }),
+      )
     },
   }
 }
@@ -42,7 +60,7 @@ const useValidationErrorCode: Plugin = {
 export function createPromptlineYoga(options: {
   schema: GraphQLSchema
   services: Services
-  ping: () => Promise<void>
+  probes: Probes
   logger: Logger
   keys: ApiKeyRing
   limits: RequestLimits
@@ -61,6 +79,6 @@ export function createPromptlineYoga(options: {
       if (!principal) throw new UnauthenticatedError('a valid API key is required: send Authorization: Bearer <key>')
       return { tenantId: principal.tenantId, role: principal.role, keyId: principal.keyId, services }
     },
-    plugins: [useHealthz(options.ping, logger), ...requestLimitPlugins(options.limits), useValidationErrorCode],
+    plugins: [useProbes(options.probes, logger), ...requestLimitPlugins(options.limits), useValidationErrorCode],
   })
 }

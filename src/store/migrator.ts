@@ -130,3 +130,12 @@ export async function migrate(database: Database, migrations = listMigrations(da
   }
   return applied
 }
+
+/** The committed migrations the database has not applied (a newer release's, say). */
+export async function pendingMigrations(database: Database, migrations = listMigrations(database.provider)): Promise<string[]> {
+  const rows = await database.db.$queryRawUnsafe<{ migration_name: string }[]>(
+    `SELECT migration_name FROM "_prisma_migrations" WHERE finished_at IS NOT NULL AND rolled_back_at IS NULL`,
+  )
+  const applied = new Set(rows.map((r) => r.migration_name))
+  return migrations.map((m) => m.name).filter((name) => !applied.has(name))
+}

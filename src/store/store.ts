@@ -1,6 +1,6 @@
 import { type Database, openDatabase } from './database.js'
 import { EventStore } from './event-store.js'
-import { migrate } from './migrator.js'
+import { migrate, pendingMigrations } from './migrator.js'
 import { ProfileStore } from './profile-store.js'
 import { PromptStore } from './prompt-store.js'
 import { QueueStore } from './queue-store.js'
@@ -37,6 +37,17 @@ export class Store {
   /** Resolves when the database answers a trivial query. */
   async ping(): Promise<void> {
     await this.database.db.$queryRawUnsafe('SELECT 1')
+  }
+
+  /** Why the store cannot serve yet (unreachable, or migrations pending), or null when it can. */
+  async unready(): Promise<string | null> {
+    try {
+      await this.ping()
+    } catch {
+      return 'the database does not answer'
+    }
+    const pending = await pendingMigrations(this.database)
+    return pending.length > 0 ? `migrations not applied: ${pending.join(', ')}` : null
   }
 
   close(): Promise<void> {
