@@ -38,6 +38,10 @@ const configSchema = z.object({
     .regex(/^(file:|postgres(ql)?:\/\/)/, 'must be a file: URL (SQLite) or a postgres:// / postgresql:// URL')
     .default('file:./data/promptline.db'),
   REDIS_URL: z.url({ protocol: /^rediss?$/ }).optional(),
+  PROMPTLINE_REDIS_PREFIX: z
+    .string()
+    .regex(/^[A-Za-z0-9_.:-]{1,64}$/, 'must be 1-64 of A-Z a-z 0-9 _ . : -')
+    .default('promptline:'),
   PROMPTLINE_CATALOG: z.string().min(1).default(path.join(PROJECT_ROOT, 'catalog')),
   PROMPTLINE_API_KEYS: parsedWith(parseApiKeys).optional(),
   PROMPTLINE_ALLOW_OPEN: z.enum(['0', '1']).default('0'),
@@ -76,7 +80,9 @@ export interface Config {
   host: string
   port: number
   databaseUrl: string
+  /** Set: several instances share the database through this Redis. */
   redisUrl: string | null
+  redisPrefix: string
   catalogDir: string
   /** Null: no keys, one local tenant (only on loopback unless allowOpen). */
   apiKeys: ApiKeyEntry[] | null
@@ -125,6 +131,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     port: c.PORT,
     databaseUrl: c.DATABASE_URL,
     redisUrl: c.REDIS_URL ?? null,
+    redisPrefix: c.PROMPTLINE_REDIS_PREFIX,
     catalogDir: path.resolve(c.PROMPTLINE_CATALOG),
     apiKeys,
     budgets: c.PROMPTLINE_BUDGETS ?? [],

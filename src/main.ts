@@ -25,6 +25,8 @@ async function main(): Promise<void> {
       coalescer: config.coalescer,
       shutdownGraceMs: config.shutdownGraceMs,
       durability: config.durability,
+      redisUrl: config.redisUrl,
+      redisPrefix: config.redisPrefix,
       credentialEnvAllowlist: config.credentialEnvAllowlist,
       apiKeys: config.apiKeys,
       requestLimits: config.requestLimits,
@@ -40,7 +42,7 @@ async function main(): Promise<void> {
     throw err
   })
   const http = await startHttpServer(app, config.host, config.port)
-  logger.info('promptline listening', { url: `${http.url}/graphql`, database: app.store.provider })
+  logger.info('promptline listening', { url: `${http.url}/graphql`, database: app.store.provider, redis: config.redisUrl !== null })
   process.stdout.write(`promptline: GraphiQL at ${http.url}/graphql\n`)
 
   let stopping = false

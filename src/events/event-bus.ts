@@ -3,12 +3,20 @@ import type { SessionEvent, SessionEventData } from '../domain/events.js'
 import type { Logger } from '../domain/logger.js'
 import type { EventStore } from '../store/event-store.js'
 import type { SessionStore } from '../store/session-store.js'
+import type { RedisLink } from './redis-link.js'
 
 type Listener = (event: SessionEvent) => void
 
 /** Typed topics: every event goes to its session's topic, and to its run's when it has one. */
 export const sessionTopic = (tenantId: string, sessionId: string) => `session:${tenantId}/${sessionId}`
 export const runTopic = (runId: string) => `run:${runId}`
+/** The Redis channel that carries a session's events to the other instances. */
+const relayChannel = (tenantId: string, sessionId: string) => `events:${tenantId}/${sessionId}`
+
+interface Relayed {
+  origin: string
+  event: SessionEvent
+}
 
 interface Stream {
   next: number
@@ -57,12 +65,16 @@ export class SessionEventBus {
   private readonly writeQueue: SessionEvent[] = []
   private flushTimer: NodeJS.Timeout | null = null
   private writing: Promise<void> | null = null
+  /** Sessions whose events this instance hears from the others, with how many subscribers want them. */
+  private readonly relayed = new Map<string, { subscribers: number; unsubscribe: Promise<() => void> }>()
 
   constructor(
     private readonly events: EventStore,
     private readonly sessions: SessionStore,
     private readonly logger: Logger,
     private readonly options: EventBusOptions = DEFAULT_EVENT_BUS_OPTIONS,
+    /** With several instances: events go to the others' subscribers through Redis. */
+    private readonly relay: RedisLink | null = null,
   ) {}
 
   /**
@@ -85,7 +97,7 @@ export class SessionEventBus {
       this.streams.set(key, { next, ceiling: reserved, raising: false, unwritten: [], held: null, committing: null })
   }
 
-  /** Forgets a deleted session's stream. */
+  /** Forgets a session's stream (deleted, or now numbered by another instance). */
   forget(tenantId: string, sessionId: string): void {
     this.streams.delete(sessionTopic(tenantId, sessionId))
   }
@@ -159,6 +171,33 @@ export class SessionEventBus {
   private notifyAll(sessionKey: string, event: SessionEvent): void {
     this.notify(sessionKey, event)
     if (event.runId !== null) this.notify(runTopic(event.runId), event)
+    this.relay?.publish(relayChannel(event.tenantId, event.sessionId), { origin: this.relay.instanceId, event } satisfies Relayed)
+  }
+
+  /** Hears the session's events published by other instances while anyone here subscribes to it. */
+  private async hearRelayed(tenantId: string, sessionId: string): Promise<() => void> {
+    const relay = this.relay
+    if (!relay) return () => {}
+    const key = sessionTopic(tenantId, sessionId)
+    let heard = this.relayed.get(key)
+    if (!heard) {
+      const unsubscribe = relay.subscribe(relayChannel(tenantId, sessionId), (message) => {
+        const { origin, event } = message as Relayed
+        if (origin === relay.instanceId) return
+        this.notify(key, event)
+        if (event.runId !== null) this.notify(runTopic(event.runId), event)
+      })
+      heard = { subscribers: 0, unsubscribe }
+      this.relayed.set(key, heard)
+    }
+    heard.subscribers++
+    const current = heard
+    await current.unsubscribe
+    return () => {
+      if (--current.subscribers > 0 || this.relayed.get(key) !== current) return
+      this.relayed.delete(key)
+      void current.unsubscribe.then((unsubscribe) => unsubscribe())
+    }
   }
 
   private notify(topic: string, event: SessionEvent): void {
@@ -262,21 +301,27 @@ export class SessionEventBus {
         if (replaying) arrived.push(event)
         else deliver(event)
       })
+      const unhear = await this.hearRelayed(tenantId, sessionId)
       try {
         if (options.afterSequence !== null) {
           // what was unwritten when we started listening; later events arrive through the listener
           const stream = this.streams.get(sessionTopic(tenantId, sessionId))
           const unwritten = (stream?.unwritten ?? []).filter((e) => !runId || e.runId === runId)
-          let from = options.afterSequence
-          for (;;) {
-            const page = runId
-              ? await this.events.forRun(tenantId, runId, from, 500)
-              : await this.events.after(tenantId, sessionId, from, 500)
-            for (const event of page) {
-              if (event.sequence > last) await pushReplayed(event)
-              from = event.sequence
+          const replay = async () => {
+            for (;;) {
+              const page = runId
+                ? await this.events.forRun(tenantId, runId, last, 500)
+                : await this.events.after(tenantId, sessionId, last, 500)
+              for (const event of page) if (event.sequence > last) await pushReplayed(event)
+              if (page.length < 500) break
             }
-            if (page.length < 500) break
+          }
+          await replay()
+          // another instance numbers this session: what it published before we heard it is written
+          // within a flush interval, so read once more after that
+          if (!stream && this.relay) {
+            await new Promise((resolve) => setTimeout(resolve, this.options.flushIntervalMs * 2))
+            await replay()
           }
           for (const event of unwritten) if (event.sequence > last) await pushReplayed(event)
         } else {
@@ -289,6 +334,7 @@ export class SessionEventBus {
         await stop
       } finally {
         unlisten()
+        unhear()
       }
 
       async function pushReplayed(event: SessionEvent) {

@@ -7,13 +7,14 @@ import type { Logger } from '../domain/logger.js'
 import type { QueueEntryRecord, QueueEntryView, RunRecord, RunRequest, SessionStatus, WhenBusy } from '../domain/records.js'
 import type { SessionEventBus } from '../events/event-bus.js'
 import type { AdmittedPrompt } from '../runner/prepare.js'
-import type { RunExecutor } from '../runner/run-executor.js'
+import { type RunExecutor, RunStop } from '../runner/run-executor.js'
 import type { EventStore } from '../store/event-store.js'
 import type { QueueStore } from '../store/queue-store.js'
 import type { RunLedger } from '../store/run-ledger.js'
 import type { RunStore } from '../store/run-store.js'
 import type { SaveQueue } from '../store/save-queue.js'
 import type { SessionMemory } from '../store/session-memory.js'
+import type { SessionStore } from '../store/session-store.js'
 import { AdmissionLimits } from './admission-limits.js'
 import { DebounceScheduler } from './debounce-scheduler.js'
 import { QueueEntryWriter } from './entry-writer.js'
@@ -21,6 +22,7 @@ import { IdempotentAdmissions } from './idempotent-admissions.js'
 import { QueueDrain } from './queue-drain.js'
 import { QueueRecovery } from './queue-recovery.js'
 import { RunSupervisor } from './run-supervisor.js'
+import type { SessionOwnership } from './session-leases.js'
 import type { SessionQueue } from './session-queue.js'
 import { SessionQueues } from './session-queues.js'
 
@@ -48,6 +50,11 @@ export interface PromptQueueDeps {
   limits: QueueLimits
   times: DurabilityTimes
   logger: Logger
+  /** Who drains which session (several instances: leases). */
+  ownership: SessionOwnership
+  sessionRows: SessionStore
+  /** Several instances share the database. */
+  shared: boolean
 }
 
 const now = () => new Date().toISOString()
@@ -70,7 +77,7 @@ export class PromptQueue {
 
   constructor(private readonly deps: PromptQueueDeps) {
     const { bus, entries, saves, runs, limits, executor } = deps
-    this.queues = new SessionQueues(bus, entries)
+    this.queues = new SessionQueues(bus, entries, deps.shared ? (queue) => this.recovery.adopt(queue) : null)
     this.admission = new AdmissionLimits(limits)
     this.writer = new QueueEntryWriter({ bus, entries, saves, retainedTerminal: limits.retainedTerminalPerSession })
     this.supervisor = new RunSupervisor({ executor, writer: this.writer, admission: this.admission, runs, saves })
@@ -81,9 +88,12 @@ export class PromptQueue {
       admission: this.admission,
       scheduler: new DebounceScheduler(),
     })
-    const { ledger, events, sessions, logger, times } = deps
+    const { ledger, events, sessions, logger, times, ownership, sessionRows, shared } = deps
     const [queues, admission, drain] = [this.queues, this.admission, this.drainer]
-    this.recovery = new QueueRecovery({ runs, ledger, entries, events, sessions, queues, bus, admission, drain, logger, times })
+    this.recovery = new QueueRecovery({
+      ...{ ownership, sessionRows, shared, runs, ledger, entries, events, sessions },
+      ...{ queues, bus, admission, drain, logger, times },
+    })
   }
 
   async admit(admission: AdmitRequest): Promise<QueueEntryView> {
@@ -279,16 +289,35 @@ export class PromptQueue {
     await this.deps.saves.flush()
   }
 
-  /** Forgets a deleted session. */
+  /** Another instance took the session over: stop its run here (its new owner ends it) and forget it. */
+  async lose(tenantId: string, sessionId: string): Promise<void> {
+    const queue = await this.queues.peek(tenantId, sessionId)?.catch(() => null)
+    if (queue) {
+      queue.deleting = true
+      for (const entry of queue.outstanding.values()) {
+        if (entry === queue.active?.entry) continue
+        this.drainer.unschedule(entry.queueId)
+        this.admission.release(entry.requestBytes)
+      }
+      queue.active?.handle.stop(new RunStop('SHUTDOWN', 'the session moved to another instance'))
+      await queue.active?.done
+    }
+    this.forget(tenantId, sessionId)
+  }
+
+  /** Forgets a deleted (or lost) session. */
   forget(tenantId: string, sessionId: string): void {
     this.queues.forget(tenantId, sessionId)
     this.deps.bus.forget(tenantId, sessionId)
     this.deps.sessions.forget(tenantId, sessionId)
   }
 
-  /** After a restart, ends what the last process left live and resumes the queues; then reaps stale runs periodically. */
+  /**
+   * At start: alone on the database, ends what the last process left live and resumes the queues
+   * (with several instances, each session is taken over when its lease lapses); then reaps.
+   */
   async recover(): Promise<void> {
-    await this.recovery.recoverAtStart()
+    if (!this.deps.shared) await this.recovery.recoverAtStart()
     this.recovery.start()
   }
 

@@ -2,7 +2,7 @@ import type { SessionEvent, SessionEventData } from '../domain/events.js'
 import { advanceEntry, advanceRun, isTerminalEntry, isTerminalRun } from '../domain/lifecycles.js'
 import type { DurabilityTimes } from '../domain/limits.js'
 import type { Logger } from '../domain/logger.js'
-import type { RunRecord } from '../domain/records.js'
+import type { QueueEntryRecord, RunRecord } from '../domain/records.js'
 import type { SessionEventBus } from '../events/event-bus.js'
 import { endEntry } from '../runner/run-recorder.js'
 import type { EventStore } from '../store/event-store.js'
@@ -10,12 +10,18 @@ import type { QueueStore } from '../store/queue-store.js'
 import type { RunLedger, StaleGuard } from '../store/run-ledger.js'
 import type { RunStore } from '../store/run-store.js'
 import type { SessionMemory } from '../store/session-memory.js'
+import type { SessionStore } from '../store/session-store.js'
 import type { AdmissionLimits } from './admission-limits.js'
 import type { QueueDrain } from './queue-drain.js'
+import type { SessionOwnership } from './session-leases.js'
 import type { SessionQueue } from './session-queue.js'
 import type { SessionQueues } from './session-queues.js'
 
 export interface QueueRecoveryDeps {
+  /** Who drains which session; with several instances, only a session's owner ends its runs. */
+  ownership: SessionOwnership
+  /** The session rows (their leases). */
+  sessionRows: SessionStore
   runs: RunStore
   ledger: RunLedger
   entries: QueueStore
@@ -25,6 +31,8 @@ export interface QueueRecoveryDeps {
   bus: SessionEventBus
   admission: AdmissionLimits
   drain: QueueDrain
+  /** Several instances share the database: adopt sessions whose owner lapsed, instead of recovering all at start. */
+  shared: boolean
   logger: Logger
   times: DurabilityTimes
 }
@@ -35,11 +43,12 @@ const ENDS = {
 } as const
 
 /**
- * What crashed processes leave behind (DESIGN §6). At start, every run that was live is ended
- * INTERRUPTED, entries are reconciled with their runs, queued entries resume in order and
- * scheduled ones keep their fire time. While running, the reaper ends runs whose heartbeat is
- * stale (a run with a model call open gets a bounded grace). An end is one conditional
- * transaction: two reapers never both end a run, and an owner that loses stops its run.
+ * What crashed processes leave behind (DESIGN §6). Alone on its database, an instance ends
+ * every run that was live at start INTERRUPTED, reconciles entries with their runs, and resumes
+ * queued entries in order (scheduled ones keep their fire time); with several, it does the same
+ * for each session it takes over. While running, the reaper ends runs whose heartbeat is stale
+ * (a run with a model call open gets a bounded grace). An end is one conditional transaction:
+ * two reapers never both end a run, and an owner that loses stops its run.
  */
 export class QueueRecovery {
   private timer: NodeJS.Timeout | null = null
@@ -51,25 +60,50 @@ export class QueueRecovery {
   async recoverAtStart(): Promise<void> {
     const { runs, entries } = this.deps
     for (const run of await runs.unfinished()) await this.end(run, 'INTERRUPTED', null)
-    // safety net for records written before run ends were atomic: an entry takes its run's end
-    for (const entry of await entries.withStatus(['STARTING', 'RUNNING'])) {
-      const run = entry.runId === null ? null : await runs.find(entry.tenantId, entry.runId)
-      if (run && isTerminalRun(run.status)) endEntry(entry, run, entry.unappliedSteerIds)
-      else {
-        advanceEntry(entry, 'FAILED')
-        Object.assign(entry, { finishedAt: new Date().toISOString(), error: { code: 'INTERNAL', message: ENDS.INTERRUPTED } })
-      }
-      await entries.update(entry)
-    }
-    const resumed = new Set<SessionQueue>()
+    for (const entry of await entries.withStatus(['STARTING', 'RUNNING'])) await this.reconcile(entry)
+    const waiting = new Map<SessionQueue, QueueEntryRecord[]>()
     for (const entry of await entries.withStatus(['QUEUED', 'SCHEDULED'])) {
       const queue = await this.deps.queues.get(entry.tenantId, entry.sessionId)
+      waiting.set(queue, [...(waiting.get(queue) ?? []), entry])
+    }
+    for (const [queue, queued] of waiting) this.resume(queue, queued)
+  }
+
+  /**
+   * With several instances, when this one takes a session over: the previous owner lost its
+   * lease (it died, or stopped renewing), so its live runs are ended STALE, and the prompts it
+   * had admitted resume here in order.
+   */
+  async adopt(queue: SessionQueue): Promise<void> {
+    const { tenantId, sessionId } = queue
+    for (const run of await this.deps.runs.unfinished({ tenantId, sessionId })) await this.end(run, 'STALE', null)
+    const open = await this.deps.entries.forSession(tenantId, sessionId, false)
+    for (const entry of open) if (entry.status === 'STARTING' || entry.status === 'RUNNING') await this.reconcile(entry)
+    this.resume(
+      queue,
+      open.filter((e) => e.status === 'QUEUED' || e.status === 'SCHEDULED'),
+    )
+  }
+
+  /** Safety net for records written before run ends were atomic: an entry takes its run's end. */
+  private async reconcile(entry: QueueEntryRecord): Promise<void> {
+    const run = entry.runId === null ? null : await this.deps.runs.find(entry.tenantId, entry.runId)
+    if (run && isTerminalRun(run.status)) endEntry(entry, run, entry.unappliedSteerIds)
+    else {
+      advanceEntry(entry, 'FAILED')
+      Object.assign(entry, { finishedAt: new Date().toISOString(), error: { code: 'INTERNAL', message: ENDS.INTERRUPTED } })
+    }
+    await this.deps.entries.update(entry)
+  }
+
+  /** Waiting entries join their queue (scheduled ones keep their fire time), and it drains. */
+  private resume(queue: SessionQueue, waiting: QueueEntryRecord[]): void {
+    for (const entry of waiting) {
       queue.outstanding.set(entry.queueId, entry)
       this.deps.admission.reserve(entry.requestBytes)
       if (entry.status === 'SCHEDULED') this.deps.drain.schedule(queue, entry, entry.fireAt ? Date.parse(entry.fireAt) - Date.now() : 0)
-      resumed.add(queue)
     }
-    for (const queue of resumed) this.deps.drain.drain(queue)
+    this.deps.drain.drain(queue)
   }
 
   /** Reaps now, then every `reapIntervalMs` until `stop`. */
@@ -94,11 +128,27 @@ export class QueueRecovery {
         const now = Date.now()
         const guard = { before: new Date(now - staleMs), inFlightBefore: new Date(now - staleMs - inFlightGraceMs) }
         const stale = await this.deps.runs.stale(guard.before, guard.inFlightBefore, 100)
-        for (const run of stale) await this.end(run, 'STALE', guard)
-        if (stale.length < 100) return
+        for (const run of stale) {
+          if (run.sessionId !== null) {
+            // only a session's owner numbers its events: another instance's session waits for its lease to lapse
+            if (!(await this.deps.ownership.claim(run.tenantId, run.sessionId)).mine) continue
+            // taking a session over adopts it: its live runs end and its queue goes on here
+            if (this.deps.shared) await this.deps.queues.get(run.tenantId, run.sessionId)
+          }
+          await this.end(run, 'STALE', guard)
+        }
+        if (stale.length < 100) break
       }
+      if (this.deps.shared) await this.adoptOrphans()
     } catch (error) {
       this.deps.logger.error('could not reap stale runs', { error: (error as Error).message })
+    }
+  }
+
+  /** Sessions whose owner's lease lapsed while prompts wait in them: take them over. */
+  private async adoptOrphans(): Promise<void> {
+    for (const { tenantId, id } of await this.deps.sessionRows.orphaned(new Date(), 100)) {
+      if ((await this.deps.ownership.claim(tenantId, id)).mine) await this.deps.queues.get(tenantId, id)
     }
   }
 
@@ -124,7 +174,7 @@ export class QueueRecovery {
     const session = run.sessionId === null ? null : await this.deps.sessions.find(run.tenantId, run.sessionId)
     const write = (events: SessionEvent[]) => this.deps.ledger.finish({ run, entry, messages: [], events }, guard)
     if (!session) return write([])
-    await this.deps.queues.get(run.tenantId, session.id)
+    await this.deps.bus.open(run.tenantId, session.id)
     const events: SessionEventData[] = [
       ...(entry ? [{ type: 'QUEUE_ENTRY' as const, kind: 'FINISHED' as const, entry: { ...entry } }] : []),
       { type: 'RUN_FINISHED', run },

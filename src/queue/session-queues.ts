@@ -11,6 +11,8 @@ export class SessionQueues {
   constructor(
     private readonly bus: SessionEventBus,
     private readonly entries: QueueStore,
+    /** Takes over what a session's previous owner left (with several instances), before first use. */
+    private readonly adopt: ((queue: SessionQueue) => Promise<void>) | null = null,
   ) {}
 
   get(tenantId: string, sessionId: string): Promise<SessionQueue> {
@@ -19,7 +21,9 @@ export class SessionQueues {
     if (!loading) {
       loading = (async () => {
         await this.bus.open(tenantId, sessionId)
-        return new SessionQueue(tenantId, sessionId, (await this.entries.maxQueueSequence(tenantId, sessionId)) + 1)
+        const queue = new SessionQueue(tenantId, sessionId, (await this.entries.maxQueueSequence(tenantId, sessionId)) + 1)
+        await this.adopt?.(queue)
+        return queue
       })()
       this.loaded.set(key, loading)
       loading.catch(() => this.loaded.delete(key))

@@ -149,14 +149,15 @@ export class RunRecorder {
     clearInterval(this.heartbeat)
     const { run, entry, deps } = this
     const messages = await this.turnOf(ending)
-    advanceRun(run, ending.status)
-    Object.assign(run, {
+    // the live record shows the end only once it is written
+    const ended = { ...run }
+    advanceRun(ended, ending.status)
+    Object.assign(ended, {
       terminalReason: ending.terminalReason,
       errorCode: ending.errorCode,
       errorMessage: ending.errorMessage,
       finishedAt: now(),
     } satisfies Partial<RunRecord>)
-    const ended = { ...run }
     const endedEntry = endEntry({ ...entry }, ended, ending.unappliedSteerIds)
     const events: SessionEventData[] = [
       ...messages.map((message) => ({ type: 'MESSAGE_CREATED' as const, message })),

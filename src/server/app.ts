@@ -16,11 +16,13 @@ import {
 } from '../domain/limits.js'
 import type { Logger } from '../domain/logger.js'
 import { DEFAULT_EVENT_BUS_OPTIONS, type EventBusOptions, SessionEventBus } from '../events/event-bus.js'
+import { RedisLink } from '../events/redis-link.js'
 import { AnthropicModelClient } from '../providers/anthropic-client.js'
 import { FakeModelClient } from '../providers/fake-client.js'
 import type { ModelClient } from '../providers/model-client.js'
 import { OpenAIModelClient } from '../providers/openai-client.js'
 import { PromptQueue } from '../queue/prompt-queue.js'
+import { SessionLeases, SOLE_OWNERSHIP } from '../queue/session-leases.js'
 import { PromptPreparer } from '../runner/prepare.js'
 import { RunExecutor } from '../runner/run-executor.js'
 import { type CoalescerOptions, DEFAULT_COALESCER_OPTIONS } from '../runner/token-coalescer.js'
@@ -28,6 +30,7 @@ import { schema } from '../schema/schema.js'
 import { BudgetGuard } from '../services/budget-guard.js'
 import { CatalogService } from '../services/catalog-service.js'
 import { RunService } from '../services/run-service.js'
+import { SessionRouter } from '../services/session-router.js'
 import { SessionService } from '../services/session-service.js'
 import { SaveQueue } from '../store/save-queue.js'
 import { SessionMemory } from '../store/session-memory.js'
@@ -75,19 +78,26 @@ export interface AppOptions {
   credentialEnvAllowlist?: readonly string[]
   /** Model clients by backend kind; the fake one is built in. */
   clients?: Partial<Record<BackendKind, ModelClient>>
+  /** Several instances share the database through this Redis: session leases, calls to owners, events. */
+  redisUrl?: string | null
+  /** Names this deployment's Redis channels, so several can share one Redis. */
+  redisPrefix?: string
 }
 
 /** Loads the catalog, opens and migrates the database, wires services into yoga, and resumes the queues. */
 export async function createApp(options: AppOptions, secrets: SecretLookup, logger: Logger): Promise<App> {
   const files = loadCatalogFiles(options.catalogDir)
   const store = await openStore(options.databaseUrl)
+  let link: RedisLink | null = null
   try {
+    if (options.redisUrl) link = await RedisLink.connect(options.redisUrl, options.redisPrefix ?? 'promptline:', logger)
     const catalog = await Catalog.open(store, files)
     const sessionMemory = new SessionMemory(store.sessions)
     const allowlist = options.credentialEnvAllowlist ?? []
     const preparer = new PromptPreparer(catalog, sessionMemory, secrets, allowlist)
     const saves = new SaveQueue((key, error) => logger.error('a record write failed', { key, error: (error as Error).message }))
-    const bus = new SessionEventBus(store.events, store.sessions, logger, { ...DEFAULT_EVENT_BUS_OPTIONS, ...options.events })
+    const busOptions = { ...DEFAULT_EVENT_BUS_OPTIONS, ...options.events }
+    const bus = new SessionEventBus(store.events, store.sessions, logger, busOptions, link)
     const clients: Record<BackendKind, ModelClient> = {
       FAKE: new FakeModelClient(),
       OPENAI: new OpenAIModelClient(),
@@ -97,6 +107,10 @@ export async function createApp(options: AppOptions, secrets: SecretLookup, logg
     const clientFor = (backend: Backend): ModelClient => clients[backend.kind]
     const capacity = new CapacityPools()
     const times = { ...DEFAULT_DURABILITY_TIMES, ...options.durability }
+    // a lease lapses as a dead owner's runs go stale, so both move on together
+    const ownership = link
+      ? new SessionLeases(store.sessions, link.instanceId, times.staleMs, times.heartbeatMs, (t, s) => void queue.lose(t, s), logger)
+      : SOLE_OWNERSHIP
     const executor = new RunExecutor({
       preparer,
       clientFor,
@@ -123,22 +137,39 @@ export async function createApp(options: AppOptions, secrets: SecretLookup, logg
       limits: { ...DEFAULT_QUEUE_LIMITS, ...options.limits },
       times,
       logger,
+      ownership,
+      sessionRows: store.sessions,
+      shared: link !== null,
     })
-    const sessions = new SessionService(store, sessionMemory, catalog, queue)
+    const router = new SessionRouter(ownership, link, logger)
+    const sessions = new SessionService(store, sessionMemory, catalog, queue, router)
+    const budgets = new BudgetGuard(store, options.budgets ?? [])
     const services = {
       catalog: new CatalogService(catalog, secrets, capacity, allowlist),
       sessions,
-      runs: new RunService(store, preparer, queue, bus, sessions, new BudgetGuard(store, options.budgets ?? [])),
+      runs: new RunService(store, preparer, queue, bus, sessions, budgets, router),
     }
     const keys = new ApiKeyRing(options.apiKeys ?? null)
     const limits = { ...DEFAULT_REQUEST_LIMITS, ...options.requestLimits }
     let draining: Promise<void> | null = null
     const probes = {
       ping: () => store.ping(),
-      unready: async () => (draining ? 'draining' : store.unready()),
+      unready: async () => {
+        if (draining !== null) return 'draining'
+        const redisDown = link
+          ? await link.ping().then(
+              () => false,
+              () => true,
+            )
+          : false
+        if (redisDown) return 'redis does not answer'
+        return store.unready()
+      },
     }
     const yoga = createPromptlineYoga({ schema, services, probes, logger, keys, limits })
+    await router.start()
     await queue.recover()
+    ownership.start()
     const flush = async () => {
       await saves.flush()
       await bus.flush()
@@ -147,6 +178,8 @@ export async function createApp(options: AppOptions, secrets: SecretLookup, logg
       (draining ??= (async () => {
         await queue.close(options.shutdownGraceMs ?? 10_000)
         await flush()
+        // hand the sessions on: another instance takes their queued prompts at once
+        await ownership.release()
       })())
     let closing: Promise<void> | null = null
     return {
@@ -160,11 +193,14 @@ export async function createApp(options: AppOptions, secrets: SecretLookup, logg
       close: () =>
         (closing ??= (async () => {
           await drain()
+          router.close()
           await bus.close()
+          await link?.close()
           await store.close()
         })()),
     }
   } catch (err) {
+    await link?.close()
     await store.close()
     throw err
   }

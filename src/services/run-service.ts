@@ -10,6 +10,7 @@ import type { AdmitRequest, PromptQueue } from '../queue/prompt-queue.js'
 import type { PreparedPrompt, PromptPreparer } from '../runner/prepare.js'
 import type { Store } from '../store/store.js'
 import type { BudgetGuard } from './budget-guard.js'
+import type { SessionRouter } from './session-router.js'
 import type { SessionService } from './session-service.js'
 
 /** Ids the server made (queue entries, runs): opaque, bounded. */
@@ -30,7 +31,10 @@ const steerSchema = z.strictObject({
   text: z.string().min(1).max(MAX_TEXT),
 })
 
-/** Use cases around running prompts: admission, scheduling, steering, cancelling, reading runs and streams. */
+/**
+ * Use cases around running prompts: admission, scheduling, steering, cancelling, reading runs and
+ * streams. Those that touch a session's queue run where it lives, through the router.
+ */
 export class RunService {
   constructor(
     private readonly store: Store,
@@ -39,7 +43,23 @@ export class RunService {
     private readonly bus: SessionEventBus,
     private readonly sessions: SessionService,
     private readonly budgets: BudgetGuard,
-  ) {}
+    private readonly router: SessionRouter,
+  ) {
+    router.handle('enqueue', (t: string, input: Record<string, unknown>, w: WhenBusy) => this.enqueueHere(t, input, w))
+    router.handle('runPrompt', (t: string, input: Record<string, unknown>, w: WhenBusy, ms: number) => this.runPromptHere(t, input, w, ms))
+    router.handle('schedule', (t: string, input: Record<string, unknown>) => this.scheduleHere(t, input))
+    router.handle('cancelScheduled', (t: string, s: string, key: string) => this.queue.cancelScheduled(t, s, key))
+    router.handle('cancel', (t: string, s: string, q: string) => this.queue.cancel(t, s, q))
+    router.handle('steer', (t: string, s: string, q: string, id: string, text: string) => this.queue.steer(t, s, q, id, text))
+    router.handle('abortRun', (t: string, runId: string, why: string | null) => this.queue.abortRun(t, runId, why))
+    router.handle('queueEntry', (t: string, s: string, q: string) => this.queue.entry(t, s, q))
+    router.handle('run', (t: string, id: string) => this.queue.run(t, id))
+  }
+
+  /** The session named in an input, validated, to route by. */
+  private static sessionOf(input: Record<string, unknown>): string {
+    return parseInput(idSchema, input.sessionId, 'input.sessionId')
+  }
 
   /** The caller's budgets with their use in the current window. */
   budgetUsage(tenantId: string): Promise<BudgetUsage[]> {
@@ -64,25 +84,38 @@ export class RunService {
     return { tenantId, sessionId, request, idempotencyKey, admitted: await this.preparer.admit(tenantId, sessionId, request) }
   }
 
-  async enqueue(tenantId: string, input: Record<string, unknown>, whenBusy: WhenBusy): Promise<QueueEntryRecord> {
+  enqueue(tenantId: string, input: Record<string, unknown>, whenBusy: WhenBusy): Promise<QueueEntryRecord> {
+    return this.router.call(tenantId, RunService.sessionOf(input), 'enqueue', [tenantId, input, whenBusy])
+  }
+
+  private async enqueueHere(tenantId: string, input: Record<string, unknown>, whenBusy: WhenBusy): Promise<QueueEntryRecord> {
     return this.queue.admit({ ...(await this.admission(tenantId, input)), whenBusy })
   }
 
   /** Enqueues and waits for the run to end, or for `timeoutMs` (answering with the entry still running). */
-  async runPrompt(
+  runPrompt(
     tenantId: string,
     input: Record<string, unknown>,
     whenBusy: WhenBusy,
     timeoutMs: number,
   ): Promise<{ entry: QueueEntryView; run: RunRecord | null }> {
-    const admitted = await this.enqueue(tenantId, input, whenBusy)
-    // a retry may answer with an entry that has already ended
-    if (admitted.finishedAt === null) await this.queue.waitForEntry(admitted.queueId, Math.min(Math.max(timeoutMs, 0), 3_600_000))
-    const entry = await this.queueEntry(tenantId, admitted.sessionId, admitted.queueId)
-    return { entry: entry!, run: entry?.runId ? await this.run(tenantId, entry.runId) : null }
+    const waitMs = Math.min(Math.max(timeoutMs, 0), 3_600_000)
+    return this.router.call(tenantId, RunService.sessionOf(input), 'runPrompt', [tenantId, input, whenBusy, waitMs], waitMs + 30_000)
   }
 
-  async schedule(tenantId: string, input: Record<string, unknown>): Promise<QueueEntryRecord> {
+  private async runPromptHere(tenantId: string, input: Record<string, unknown>, whenBusy: WhenBusy, waitMs: number) {
+    const admitted = await this.enqueueHere(tenantId, input, whenBusy)
+    // a retry may answer with an entry that has already ended
+    if (admitted.finishedAt === null) await this.queue.waitForEntry(admitted.queueId, waitMs)
+    const entry = await this.queue.entry(tenantId, admitted.sessionId, admitted.queueId)
+    return { entry: entry!, run: entry?.runId ? await this.queue.run(tenantId, entry.runId) : null }
+  }
+
+  schedule(tenantId: string, input: Record<string, unknown>): Promise<QueueEntryRecord> {
+    return this.router.call(tenantId, RunService.sessionOf(input), 'schedule', [tenantId, input])
+  }
+
+  private async scheduleHere(tenantId: string, input: Record<string, unknown>): Promise<QueueEntryRecord> {
     const { scheduleKey, debounceMs, ...rest } = input
     const schedule = parseInput(scheduleSchema, { scheduleKey, debounceMs }, 'input')
     return this.queue.admit({
@@ -94,34 +127,46 @@ export class RunService {
 
   async cancelScheduled(tenantId: string, sessionId: string, scheduleKey: string): Promise<boolean> {
     await this.sessions.require(tenantId, sessionId)
-    return this.queue.cancelScheduled(tenantId, sessionId, parseInput(scheduleSchema.shape.scheduleKey, scheduleKey, 'scheduleKey'))
+    const key = parseInput(scheduleSchema.shape.scheduleKey, scheduleKey, 'scheduleKey')
+    return this.router.call(tenantId, sessionId, 'cancelScheduled', [tenantId, sessionId, key])
   }
 
   async cancel(tenantId: string, sessionId: string, queueId: string): Promise<{ cancelled: boolean; entry: QueueEntryRecord }> {
     await this.sessions.require(tenantId, sessionId)
-    return this.queue.cancel(tenantId, sessionId, parseInput(recordIdSchema, queueId, 'queueId'))
+    return this.router.call(tenantId, sessionId, 'cancel', [tenantId, sessionId, parseInput(recordIdSchema, queueId, 'queueId')])
   }
 
   async steer(tenantId: string, input: unknown): Promise<{ steerId: string; queueId: string; runId: string }> {
     const { sessionId, queueId, steerId, text } = parseInput(steerSchema, input, 'input')
     await this.sessions.require(tenantId, sessionId)
-    const { runId } = await this.queue.steer(tenantId, sessionId, queueId, steerId, text)
+    const { runId } = await this.router.call<{ runId: string }>(tenantId, sessionId, 'steer', [tenantId, sessionId, queueId, steerId, text])
     return { steerId, queueId, runId }
   }
 
-  abortRun(tenantId: string, runId: string, reason: string | null): Promise<{ aborted: boolean; run: RunRecord }> {
+  /** Stops a run wherever it runs; answers once its row is durably ABORTED. */
+  async abortRun(tenantId: string, runId: string, reason: string | null): Promise<{ aborted: boolean; run: RunRecord }> {
     const why = reason === null ? null : parseInput(z.string().max(4096), reason, 'reason')
-    return this.queue.abortRun(tenantId, parseInput(recordIdSchema, runId, 'runId'), why)
+    const id = parseInput(recordIdSchema, runId, 'runId')
+    const sessionId = this.queue.isRunning(id) ? null : (await this.store.runs.find(tenantId, id))?.sessionId
+    if (!sessionId) return this.queue.abortRun(tenantId, id, why)
+    return this.router.call(tenantId, sessionId, 'abortRun', [tenantId, id, why])
   }
 
   async queueEntry(tenantId: string, sessionId: string, queueId: string): Promise<QueueEntryView | null> {
     if (!(await this.sessions.get(tenantId, sessionId, 'sessionId'))) return null
-    return this.queue.entry(tenantId, sessionId, parseInput(recordIdSchema, queueId, 'queueId'))
+    return this.router.call(tenantId, sessionId, 'queueEntry', [tenantId, sessionId, parseInput(recordIdSchema, queueId, 'queueId')])
   }
 
-  /** A run as it is now: live while it runs, from the store once it has ended; `field` names the argument. */
-  run(tenantId: string, id: string, field = 'id'): Promise<RunRecord | null> {
-    return this.queue.run(tenantId, parseInput(recordIdSchema, id, field))
+  /**
+   * A run as it is now: live while it runs (asked of the instance running it), from the store
+   * once it has ended; `field` names the argument.
+   */
+  async run(tenantId: string, id: string, field = 'id'): Promise<RunRecord | null> {
+    const runId = parseInput(recordIdSchema, id, field)
+    if (this.queue.isRunning(runId)) return this.queue.run(tenantId, runId)
+    const stored = await this.store.runs.find(tenantId, runId)
+    if (!stored?.sessionId || stored.finishedAt !== null) return this.queue.run(tenantId, runId)
+    return this.router.call(tenantId, stored.sessionId, 'run', [tenantId, runId])
   }
 
   runs(tenantId: string, filter: RunFilter, after: RunCursor | null, take: number): Promise<RunRecord[]> {
@@ -131,7 +176,6 @@ export class RunService {
   /** Every event of a session after `afterSequence` (or from now on), then live. */
   async sessionEvents(tenantId: string, sessionId: string, afterSequence: number | null): Promise<AsyncIterable<SessionEvent>> {
     await this.sessions.require(tenantId, sessionId)
-    await this.bus.open(tenantId, sessionId)
     return this.bus.subscribe({ tenantId, sessionId, afterSequence })
   }
 

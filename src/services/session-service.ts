@@ -10,6 +10,7 @@ import { isUniqueViolation } from '../store/errors.js'
 import type { SessionMemory } from '../store/session-memory.js'
 import type { SessionCursor } from '../store/session-store.js'
 import type { Store } from '../store/store.js'
+import type { SessionRouter } from './session-router.js'
 
 const createSessionSchema = z.strictObject({
   id: idSchema.nullish(),
@@ -19,14 +20,23 @@ const createSessionSchema = z.strictObject({
   keepHistory: z.boolean().nullish(),
 })
 
-/** Use cases around sessions: create, list, read the conversation and the queue, delete. */
+/**
+ * Use cases around sessions: create, list, read the conversation and the queue, delete. Those
+ * that read or change what the session's owner keeps in memory run there, through the router.
+ */
 export class SessionService {
   constructor(
     private readonly store: Store,
     private readonly memory: SessionMemory,
     private readonly catalog: Catalog,
     private readonly queue: PromptQueue,
-  ) {}
+    private readonly router: SessionRouter,
+  ) {
+    router.handle('deleteSession', (t: string, id: string) => this.deleteHere(t, id))
+    router.handle('messages', (t: string, s: string) => this.memory.messages(t, s))
+    router.handle('status', (t: string, s: string) => this.queue.status(t, s))
+    router.handle('queueOf', (t: string, s: string, terminal: boolean) => this.queueOfHere(t, s, terminal))
+  }
 
   async create(tenantId: string, input: unknown): Promise<SessionRecord> {
     const parsed = parseInput(createSessionSchema, input, 'input')
@@ -69,6 +79,10 @@ export class SessionService {
   /** Cancels the session's whole queue (aborting its running entry), then deletes it. */
   async delete(tenantId: string, id: string): Promise<string> {
     await this.require(tenantId, id, 'id')
+    return this.router.call(tenantId, id, 'deleteSession', [tenantId, id])
+  }
+
+  private async deleteHere(tenantId: string, id: string): Promise<string> {
     await this.queue.clearSession(tenantId, id)
     await this.store.sessions.delete(tenantId, id)
     this.queue.forget(tenantId, id)
@@ -76,7 +90,7 @@ export class SessionService {
   }
 
   messages(tenantId: string, sessionId: string): Promise<MessageRecord[]> {
-    return this.memory.messages(tenantId, sessionId)
+    return this.router.call(tenantId, sessionId, 'messages', [tenantId, sessionId])
   }
 
   totals(tenantId: string, sessionId: string) {
@@ -84,11 +98,15 @@ export class SessionService {
   }
 
   status(tenantId: string, sessionId: string): Promise<SessionStatus> {
-    return this.queue.status(tenantId, sessionId)
+    return this.router.call(tenantId, sessionId, 'status', [tenantId, sessionId])
   }
 
   /** Terminal entries (when asked) from the store, then the outstanding ones live, in queueSequence order. */
-  async queueOf(tenantId: string, sessionId: string, includeTerminal: boolean): Promise<QueueEntryView[]> {
+  queueOf(tenantId: string, sessionId: string, includeTerminal: boolean): Promise<QueueEntryView[]> {
+    return this.router.call(tenantId, sessionId, 'queueOf', [tenantId, sessionId, includeTerminal])
+  }
+
+  private async queueOfHere(tenantId: string, sessionId: string, includeTerminal: boolean): Promise<QueueEntryView[]> {
     const outstanding = await this.queue.outstanding(tenantId, sessionId)
     if (!includeTerminal) return outstanding
     await this.queue.settled()

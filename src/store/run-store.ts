@@ -188,9 +188,9 @@ export class RunStore {
     return { tokens: (sums._sum.inputTokens ?? 0) + (sums._sum.outputTokens ?? 0), cost: sums._sum.costUsd ?? 0 }
   }
 
-  /** Runs not yet terminal, across tenants (used at start-up). */
-  async unfinished(): Promise<RunRecord[]> {
-    const rows = await this.db.run.findMany({ where: { status: { notIn: ['COMPLETED', 'FAILED', 'ABORTED'] } }, select })
+  /** Runs not yet terminal, across tenants (at start-up) or of one session (when it is taken over). */
+  async unfinished(of: { tenantId: string; sessionId: string } | null = null): Promise<RunRecord[]> {
+    const rows = await this.db.run.findMany({ where: { status: { notIn: ['COMPLETED', 'FAILED', 'ABORTED'] }, ...of }, select })
     return rows.map(toRecord)
   }
 }

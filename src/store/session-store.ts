@@ -106,4 +106,45 @@ export class SessionStore {
   async raiseSequenceCeiling(tenantId: string, id: string, ceiling: number): Promise<void> {
     await this.db.session.updateMany({ where: { tenantId, id, sequenceCeiling: { lt: ceiling } }, data: { sequenceCeiling: ceiling } })
   }
+
+  /**
+   * Takes the session's lease for `owner` unless another instance holds one that has not
+   * expired; returns who holds it afterwards (`owner` when taken), or null for no such session.
+   */
+  async claimLease(tenantId: string, id: string, owner: string, ttlMs: number): Promise<string | null> {
+    const now = new Date()
+    await this.db.session.updateMany({
+      where: { tenantId, id, OR: [{ leaseOwner: null }, { leaseOwner: owner }, { leaseExpiresAt: { lt: now } }] },
+      data: { leaseOwner: owner, leaseExpiresAt: new Date(now.getTime() + ttlMs) },
+    })
+    const row = await this.db.session.findUnique({ where: { tenantId_id: { tenantId, id } }, select: { leaseOwner: true } })
+    return row?.leaseOwner ?? null
+  }
+
+  /** Extends every lease `owner` still holds; returns those sessions (any other it thought it held is lost). */
+  async renewLeases(owner: string, ttlMs: number): Promise<{ tenantId: string; id: string }[]> {
+    const now = new Date()
+    await this.db.session.updateMany({
+      where: { leaseOwner: owner, leaseExpiresAt: { gte: now } },
+      data: { leaseExpiresAt: new Date(now.getTime() + ttlMs) },
+    })
+    return this.db.session.findMany({ where: { leaseOwner: owner, leaseExpiresAt: { gt: now } }, select: { tenantId: true, id: true } })
+  }
+
+  /** Gives up `owner`'s leases (a draining instance hands its sessions on). */
+  async releaseLeases(owner: string): Promise<void> {
+    await this.db.session.updateMany({ where: { leaseOwner: owner }, data: { leaseOwner: null, leaseExpiresAt: null } })
+  }
+
+  /** Sessions whose owner's lease expired (or was released) while prompts wait in them. */
+  orphaned(now: Date, take: number): Promise<{ tenantId: string; id: string }[]> {
+    return this.db.session.findMany({
+      where: {
+        OR: [{ leaseOwner: null }, { leaseExpiresAt: { lt: now } }],
+        entries: { some: { status: { in: ['QUEUED', 'SCHEDULED', 'STARTING', 'RUNNING'] } } },
+      },
+      select: { tenantId: true, id: true },
+      take,
+    })
+  }
 }

@@ -1,0 +1,136 @@
+import { randomUUID } from 'node:crypto'
+import * as domainErrors from '../domain/errors.js'
+import { InternalError, PromptlineError } from '../domain/errors.js'
+import type { Logger } from '../domain/logger.js'
+import type { RedisLink } from '../events/redis-link.js'
+import type { SessionOwnership } from '../queue/session-leases.js'
+
+// biome-ignore lint/suspicious/noExplicitAny: handlers of every use case share one registry
+type Handler = (...args: any[]) => Promise<unknown>
+
+interface Call {
+  kind: 'call'
+  id: string
+  from: string
+  tenantId: string
+  sessionId: string
+  op: string
+  args: unknown[]
+}
+type Answer = { kind: 'answer'; id: string } & ({ value: unknown } | { error: SentError } | { notOwner: true })
+interface SentError {
+  name: string
+  message: string
+  fields: Record<string, unknown>
+}
+
+/** A call reached an instance that no longer owns the session: ask again. */
+class NotOwner extends Error {}
+
+type ErrorClass = { name: string; prototype: PromptlineError }
+const ERROR_CLASSES = new Map<string, ErrorClass>(
+  (Object.values(domainErrors) as unknown[])
+    .filter((value): value is ErrorClass => typeof value === 'function' && value.prototype instanceof PromptlineError)
+    .map((cls) => [cls.name, cls]),
+)
+
+/** A domain error as it crossed the wire: the same class, code and fields; anything else is INTERNAL. */
+function received({ name, message, fields }: SentError): Error {
+  const cls = ERROR_CLASSES.get(name)
+  if (!cls) return new InternalError(message)
+  return Object.assign(Object.create(cls.prototype) as PromptlineError, fields, { message })
+}
+
+function sent(error: unknown): SentError {
+  if (error instanceof PromptlineError) return { name: error.name, message: error.message, fields: { ...error } }
+  return { name: 'InternalError', message: 'the instance that owns this session failed; see its log', fields: {} }
+}
+
+/**
+ * Runs a session's use cases where its queue lives (DESIGN §6). Alone on its database, that is
+ * here. With several instances, the session's owner (its lease holder) runs them: this instance
+ * when it holds or can take the lease, else the owner, asked through Redis, whose answer (value
+ * or typed error) comes back the same way. Use cases register by name with `handle`.
+ */
+export class SessionRouter {
+  private readonly handlers = new Map<string, Handler>()
+  private readonly waiting = new Map<string, { settle: (answer: Answer) => void }>()
+  private unsubscribe: (() => void) | null = null
+
+  constructor(
+    private readonly ownership: SessionOwnership,
+    private readonly link: RedisLink | null,
+    private readonly logger: Logger,
+  ) {}
+
+  /** Starts answering calls from other instances. */
+  async start(): Promise<void> {
+    if (!this.link) return
+    this.unsubscribe = await this.link.subscribe(`calls:${this.link.instanceId}`, (message) => {
+      const m = message as Call | Answer
+      if (m.kind === 'answer') this.waiting.get(m.id)?.settle(m)
+      else void this.answer(m)
+    })
+  }
+
+  handle<F extends Handler>(op: string, handler: F): F {
+    this.handlers.set(op, handler)
+    return handler
+  }
+
+  /** Runs `op` with `args` at the session's owner; `timeoutMs` bounds the wait for another instance. */
+  async call<T>(tenantId: string, sessionId: string, op: string, args: unknown[], timeoutMs = 30_000): Promise<T> {
+    for (let attempt = 0; ; attempt++) {
+      const claim = await this.ownership.claim(tenantId, sessionId)
+      // no owner: no such session; the handler here answers NOT_FOUND
+      if (claim.mine || claim.owner === null || !this.link) return (await this.handlers.get(op)!(...args)) as T
+      try {
+        return (await this.ask(claim.owner, { tenantId, sessionId, op, args }, timeoutMs)) as T
+      } catch (error) {
+        if (!(error instanceof NotOwner) || attempt >= 5)
+          throw error instanceof NotOwner ? new InternalError('the session is moving between instances; try again') : error
+      }
+    }
+  }
+
+  private ask(owner: string, call: Pick<Call, 'tenantId' | 'sessionId' | 'op' | 'args'>, timeoutMs: number): Promise<unknown> {
+    const link = this.link!
+    const id = randomUUID()
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.waiting.delete(id)
+        reject(new InternalError('the instance that runs this session did not answer in time; try again'))
+      }, timeoutMs)
+      this.waiting.set(id, {
+        settle: (answer) => {
+          clearTimeout(timer)
+          this.waiting.delete(id)
+          if ('value' in answer) resolve(answer.value)
+          else if ('error' in answer) reject(received(answer.error))
+          else reject(new NotOwner())
+        },
+      })
+      link.publish(`calls:${owner}`, { kind: 'call', id, from: link.instanceId, ...call } satisfies Call)
+    })
+  }
+
+  private async answer(call: Call): Promise<void> {
+    const link = this.link!
+    let answer: Answer
+    try {
+      const claim = await this.ownership.claim(call.tenantId, call.sessionId)
+      const handler = this.handlers.get(call.op)
+      if (!claim.mine || !handler) answer = { kind: 'answer', id: call.id, notOwner: true }
+      else answer = { kind: 'answer', id: call.id, value: (await handler(...call.args)) ?? null }
+    } catch (error) {
+      if (!(error instanceof PromptlineError)) this.logger.error('a routed call failed', { op: call.op, error: (error as Error).message })
+      answer = { kind: 'answer', id: call.id, error: sent(error) }
+    }
+    link.publish(`calls:${call.from}`, answer)
+  }
+
+  close(): void {
+    this.unsubscribe?.()
+    for (const { settle } of this.waiting.values()) settle({ kind: 'answer', id: '', error: sent(new InternalError('shutting down')) })
+  }
+}
