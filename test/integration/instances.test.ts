@@ -1,0 +1,189 @@
+import type { ChildProcess } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
+import { afterEach, describe, expect, it } from 'vitest'
+import type { SessionEvent } from '../../src/domain/events.js'
+import { openStore, type Store } from '../../src/store/store.js'
+import {
+  AbortRunDocument,
+  CreateSessionDocument,
+  EnqueuePromptDocument,
+  type EnqueuePromptInput,
+  QueueEntryDocument,
+  SessionEventsDocument,
+  type SessionEventsSubscription,
+} from '../generated/graphql.js'
+import { createTestDatabase, type TestDatabase } from '../helpers/databases.js'
+import { words } from '../helpers/flow.js'
+import { killHard, post, startServerProcess } from '../helpers/process.js'
+import { Subscription } from '../helpers/server.js'
+import { wsClient } from '../helpers/ws-client.js'
+
+const TENANT = 'local'
+const STALE_MS = 2_000
+const cluster = process.env.DATABASE_URL && process.env.REDIS_URL
+
+interface Instance {
+  child: ChildProcess
+  url: string
+}
+
+describe.skipIf(!cluster)('several instances on one PostgreSQL and Redis', () => {
+  let database: TestDatabase | undefined
+  let store: Store | undefined
+  const instances: Instance[] = []
+  afterEach(async () => {
+    for (const { child } of instances.splice(0)) await killHard(child)
+    await store?.close()
+    await database?.drop()
+  })
+
+  /** Starts `count` server processes sharing a fresh database and a fresh Redis prefix. */
+  async function startInstances(count: number): Promise<Instance[]> {
+    database = await createTestDatabase('postgresql')
+    const env = {
+      REDIS_URL: process.env.REDIS_URL!,
+      PROMPTLINE_REDIS_PREFIX: `test-${randomBytes(6).toString('hex')}:`,
+      PROMPTLINE_HEARTBEAT_MS: '200',
+      PROMPTLINE_STALE_MS: String(STALE_MS),
+      PROMPTLINE_INFLIGHT_GRACE_MS: '0',
+      PROMPTLINE_REAP_INTERVAL_MS: '200',
+      PROMPTLINE_MUTATIONS_PER_SECOND: '100000',
+      PROMPTLINE_MAX_PENDING_ADMISSIONS: '1000',
+    }
+    // the first migrates the database; the others find it migrated
+    const first = await startServerProcess(database.url, env)
+    const rest = await Promise.all(Array.from({ length: count - 1 }, () => startServerProcess(database!.url, env)))
+    instances.push(first, ...rest)
+    store = await openStore(database.url)
+    return [first, ...rest]
+  }
+
+  async function enqueue(instance: Instance, input: EnqueuePromptInput) {
+    const result = (await post(instance.url, EnqueuePromptDocument, { input })).enqueuePrompt
+    if (result.__typename !== 'EnqueuePromptPayload') throw new Error(`not admitted: ${JSON.stringify(result)}`)
+    return result.entry
+  }
+
+  async function until<T>(what: string, probe: () => Promise<T | null | undefined | false>, timeoutMs = 30_000): Promise<T> {
+    const deadline = Date.now() + timeoutMs
+    for (;;) {
+      const value = await probe()
+      if (value) return value
+      if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`)
+      await new Promise((r) => setTimeout(r, 50))
+    }
+  }
+
+  it('runs 20 sessions × 5 prompts admitted through both instances exactly once each, in order, one at a time', async () => {
+    const [a, b] = await startInstances(2)
+    const both = [a!, b!]
+    const sessions = Array.from({ length: 20 }, (_, i) => `s${i}`)
+    for (const id of sessions)
+      await post(both[Math.floor(Math.random() * 2)]!.url, CreateSessionDocument, { input: { id, defaultProfileId: 'fake-echo' } })
+    const admitted = await Promise.all(
+      sessions.flatMap((sessionId) =>
+        Array.from({ length: 5 }, (_, i) =>
+          enqueue(both[Math.floor(Math.random() * 2)]!, {
+            sessionId,
+            input: words(4, `${sessionId}p${i}-`),
+            overrides: { extra: { tokenDelayMs: 5 } },
+          }),
+        ),
+      ),
+    )
+    expect(admitted).toHaveLength(100)
+    await until('every prompt to finish', async () => {
+      const open = await Promise.all(sessions.map((s) => store!.entries.forSession(TENANT, s, false)))
+      return open.every((e) => e.length === 0)
+    })
+    const runs = await store!.runs.list(TENANT, {}, null, 1000)
+    for (const sessionId of sessions) {
+      const entries = await store!.entries.forSession(TENANT, sessionId, true)
+      expect(entries.map((e) => e.status)).toEqual(['COMPLETED', 'COMPLETED', 'COMPLETED', 'COMPLETED', 'COMPLETED'])
+      const own = runs.filter((r) => r.sessionId === sessionId).sort((x, y) => x.startedAt.localeCompare(y.startedAt))
+      // exactly one run per entry, each answering its own prompt, started in admission order, never overlapping
+      expect(own.map((r) => r.queueId)).toEqual(entries.map((e) => e.queueId))
+      expect(own.map((r) => r.output)).toEqual(entries.map((e) => e.request.input))
+      for (let i = 1; i < own.length; i++) expect(own[i]!.startedAt >= own[i - 1]!.finishedAt!).toBe(true)
+    }
+  }, 120_000)
+
+  it('admits one entry for one idempotency key sent to both at once, and streams a run on B to a subscriber on A', async () => {
+    const [a, b] = await startInstances(2)
+    await post(b!.url, CreateSessionDocument, { input: { id: 'shared', defaultProfileId: 'fake-echo' } })
+    const input = { sessionId: 'shared', input: words(60), idempotencyKey: 'once', overrides: { extra: { tokenDelayMs: 10 } } }
+    const [fromA, fromB] = await Promise.all([enqueue(a!, input), enqueue(b!, input)])
+    expect(fromA.queueId).toBe(fromB.queueId)
+    expect(await store!.entries.forSession(TENANT, 'shared', true)).toHaveLength(1)
+
+    const client = wsClient(a!.url)
+    try {
+      const events = new Subscription(client, SessionEventsDocument as never, { sessionId: 'shared', afterSequence: 0 })
+      await events.until(
+        (r) => r.some((e) => (e.data as SessionEventsSubscription | undefined)?.sessionEvents.__typename === 'RunFinishedEvent'),
+        20_000,
+      )
+      events.unsubscribe()
+      const received = events.results.map((r) => (r.data as SessionEventsSubscription).sessionEvents)
+      const sequences = received.map((e) => e.sequence)
+      expect(sequences).toEqual(sequences.map((_, i) => sequences[0]! + i))
+      const text = received.map((e) => (e.__typename === 'TokenDeltaEvent' ? e.text : '')).join('')
+      expect(text).toBe(words(60))
+    } finally {
+      await client.dispose()
+    }
+  }, 60_000)
+
+  it('stops a run on B when A is asked to abort it', async () => {
+    const [a, b] = await startInstances(2)
+    await post(b!.url, CreateSessionDocument, { input: { id: 'stop', defaultProfileId: 'fake-echo' } })
+    const entry = await enqueue(b!, { sessionId: 'stop', input: words(400), overrides: { extra: { tokenDelayMs: 20 } } })
+    const runId = await until('the run to start', async () => {
+      const live = (await post(a!.url, QueueEntryDocument, { sessionId: 'stop', queueId: entry.queueId })).queueEntry
+      return live?.status === 'RUNNING' && live.runId
+    })
+    const aborted = (await post(a!.url, AbortRunDocument, { runId, reason: 'from A' })).abortRun
+    if (aborted.__typename !== 'AbortRunPayload') throw new Error(aborted.__typename)
+    expect(aborted.aborted).toBe(true)
+    expect(aborted.run).toMatchObject({ status: 'ABORTED', terminalReason: 'ABORTED' })
+    // durably, and with only part of the answer streamed
+    const stored = await store!.runs.find(TENANT, runId)
+    expect(stored).toMatchObject({ status: 'ABORTED', errorMessage: 'from A' })
+    expect(stored!.output!.length).toBeLessThan(words(400).length)
+  }, 60_000)
+
+  it('when one instance is killed mid-run, one survivor reaps its run once and finishes its queue', async () => {
+    const [a, b, c] = await startInstances(3)
+    await post(a!.url, CreateSessionDocument, { input: { id: 'orphan', defaultProfileId: 'fake-echo' } })
+    const long = await enqueue(a!, { sessionId: 'orphan', input: words(400), overrides: { extra: { tokenDelayMs: 20 } } })
+    const next = [await enqueue(a!, { sessionId: 'orphan', input: 'second' }), await enqueue(a!, { sessionId: 'orphan', input: 'third' })]
+    const runId = await until('the run to start', async () => {
+      const live = (await post(a!.url, QueueEntryDocument, { sessionId: 'orphan', queueId: long.queueId })).queueEntry
+      return live?.status === 'RUNNING' && live.runId
+    })
+    await new Promise((r) => setTimeout(r, 300))
+    await killHard(a!.child)
+    const killedAt = Date.now()
+
+    const reaped = await until('the run to be reaped', async () => {
+      const run = await store!.runs.find(TENANT, runId)
+      return run?.status === 'FAILED' && run
+    })
+    expect(reaped.terminalReason).toBe('STALE')
+    for (const { queueId } of next) {
+      const done = await until('the queue to go on', async () => {
+        const stored = await store!.entries.find(TENANT, 'orphan', queueId)
+        return stored?.status === 'COMPLETED' && stored
+      })
+      expect(done.finishedAt).not.toBeNull()
+    }
+    const moved = (await store!.runs.list(TENANT, { sessionId: 'orphan' }, null, 10)).find((r) => r.output === 'second')!
+    process.stdout.write(`instances: a dead instance's session moved in ${Date.parse(moved.startedAt) - killedAt} ms\n`)
+    // b and c both raced to reap it: it ended once, with one RUN_FINISHED, and every sequence once
+    const events: SessionEvent[] = await store!.events.after(TENANT, 'orphan', 0, 100_000)
+    expect(events.filter((e) => e.type === 'RUN_FINISHED' && e.runId === runId)).toHaveLength(1)
+    const sequences = events.map((e) => e.sequence)
+    expect(new Set(sequences).size).toBe(sequences.length)
+    expect(b && c).toBeTruthy()
+  }, 90_000)
+})
