@@ -25,7 +25,7 @@ export class QueueDrain {
 
   /** Starts the next queued entry unless one is running. */
   drain(queue: SessionQueue): void {
-    if (queue.active || queue.deleting || this.stopped) return
+    if (queue.active || queue.foreignRunId !== null || queue.deleting || this.stopped) return
     const next = queue.queued()[0]
     if (next) void this.run(queue, next)
   }

@@ -76,7 +76,9 @@ export class QueueRecovery {
    */
   async adopt(queue: SessionQueue): Promise<void> {
     const { tenantId, sessionId } = queue
-    for (const run of await this.deps.runs.unfinished({ tenantId, sessionId })) await this.end(run, 'STALE', null)
+    const guard = this.staleGuard()
+    for (const run of await this.deps.runs.unfinished({ tenantId, sessionId }))
+      if (!(await this.end(run, 'STALE', guard))) queue.foreignRunId = run.id // within its in-flight grace: the reaper ends it
     const open = await this.deps.entries.forSession(tenantId, sessionId, false)
     for (const entry of open) if (entry.status === 'STARTING' || entry.status === 'RUNNING') await this.reconcile(entry)
     this.resume(
@@ -122,11 +124,9 @@ export class QueueRecovery {
   }
 
   private async reapStale(): Promise<void> {
-    const { staleMs, inFlightGraceMs } = this.deps.times
     try {
       for (;;) {
-        const now = Date.now()
-        const guard = { before: new Date(now - staleMs), inFlightBefore: new Date(now - staleMs - inFlightGraceMs) }
+        const guard = this.staleGuard()
         const stale = await this.deps.runs.stale(guard.before, guard.inFlightBefore, 100)
         for (const run of stale) {
           if (run.sessionId !== null) {
@@ -135,7 +135,13 @@ export class QueueRecovery {
             // taking a session over adopts it: its live runs end and its queue goes on here
             if (this.deps.shared) await this.deps.queues.get(run.tenantId, run.sessionId)
           }
-          await this.end(run, 'STALE', guard)
+          if ((await this.end(run, 'STALE', guard)) && run.sessionId !== null) {
+            const queue = await this.deps.queues.peek(run.tenantId, run.sessionId)
+            if (queue?.foreignRunId === run.id) {
+              queue.foreignRunId = null
+              this.deps.drain.drain(queue)
+            }
+          }
         }
         if (stale.length < 100) break
       }
@@ -143,6 +149,13 @@ export class QueueRecovery {
     } catch (error) {
       this.deps.logger.error('could not reap stale runs', { error: (error as Error).message })
     }
+  }
+
+  /** Which runs count as stale now. */
+  private staleGuard(): StaleGuard {
+    const { staleMs, inFlightGraceMs } = this.deps.times
+    const now = Date.now()
+    return { before: new Date(now - staleMs), inFlightBefore: new Date(now - staleMs - inFlightGraceMs) }
   }
 
   /** Sessions whose owner's lease lapsed while prompts wait in them: take them over. */

@@ -17,6 +17,8 @@ export class SessionQueue {
   /** What admission resolved and rendered for each waiting entry, reused when it runs. */
   readonly admitted = new Map<string, AdmittedPrompt>()
   active: ActiveRun | null = null
+  /** A run the session's previous owner left live, still within its in-flight grace: nothing starts until it ends. */
+  foreignRunId: string | null = null
   deleting = false
   /** Terminal entries in the store; unknown (null) until the first prune counts them. */
   terminalCount: number | null = null
@@ -28,7 +30,7 @@ export class SessionQueue {
   ) {}
 
   get busy(): boolean {
-    return this.active !== null || this.queued().length > 0
+    return this.active !== null || this.foreignRunId !== null || this.queued().length > 0
   }
 
   /** Queued entries in the order they will run: higher priority first, then admission order. */

@@ -9,7 +9,8 @@ import { PROJECT_ROOT } from '../../src/config.js'
 export function startServerProcess(databaseUrl: string, env: Record<string, string> = {}): Promise<{ child: ChildProcess; url: string }> {
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
     cwd: PROJECT_ROOT,
-    env: { ...process.env, DATABASE_URL: databaseUrl, PORT: '0', LOG_LEVEL: 'error', ...env },
+    // alone on its database unless the test gives it a Redis (CI's REDIS_URL is for the tests that ask)
+    env: { ...withoutRedis(process.env), DATABASE_URL: databaseUrl, PORT: '0', LOG_LEVEL: 'error', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   })
   return new Promise((resolve, reject) => {
@@ -22,6 +23,11 @@ export function startServerProcess(databaseUrl: string, env: Record<string, stri
     child.stderr!.on('data', (chunk: Buffer) => (out += chunk.toString()))
     child.on('exit', (code) => reject(new Error(`server exited (${code}): ${out}`)))
   })
+}
+
+function withoutRedis(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const { REDIS_URL: _, ...rest } = env
+  return rest
 }
 
 export async function post<T, V>(

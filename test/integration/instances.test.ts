@@ -20,6 +20,7 @@ import { wsClient } from '../helpers/ws-client.js'
 
 const TENANT = 'local'
 const STALE_MS = 2_000
+const INFLIGHT_GRACE_MS = 1_000
 const cluster = process.env.DATABASE_URL && process.env.REDIS_URL
 
 interface Instance {
@@ -45,7 +46,7 @@ describe.skipIf(!cluster)('several instances on one PostgreSQL and Redis', () =>
       PROMPTLINE_REDIS_PREFIX: `test-${randomBytes(6).toString('hex')}:`,
       PROMPTLINE_HEARTBEAT_MS: '200',
       PROMPTLINE_STALE_MS: String(STALE_MS),
-      PROMPTLINE_INFLIGHT_GRACE_MS: '0',
+      PROMPTLINE_INFLIGHT_GRACE_MS: String(INFLIGHT_GRACE_MS),
       PROMPTLINE_REAP_INTERVAL_MS: '200',
       PROMPTLINE_MUTATIONS_PER_SECOND: '100000',
       PROMPTLINE_MAX_PENDING_ADMISSIONS: '1000',
@@ -115,6 +116,10 @@ describe.skipIf(!cluster)('several instances on one PostgreSQL and Redis', () =>
     const [fromA, fromB] = await Promise.all([enqueue(a!, input), enqueue(b!, input)])
     expect(fromA.queueId).toBe(fromB.queueId)
     expect(await store!.entries.forSession(TENANT, 'shared', true)).toHaveLength(1)
+    // B's answer crosses to A as the same typed error
+    const refused = (await post(a!.url, EnqueuePromptDocument, { input: { sessionId: 'shared', input: 'no', whenBusy: 'REJECT' } }))
+      .enqueuePrompt
+    expect(refused).toMatchObject({ __typename: 'SessionBusyError', code: 'SESSION_BUSY' })
 
     const client = wsClient(a!.url)
     try {
@@ -170,6 +175,8 @@ describe.skipIf(!cluster)('several instances on one PostgreSQL and Redis', () =>
       return run?.status === 'FAILED' && run
     })
     expect(reaped.terminalReason).toBe('STALE')
+    // its model call was open: it got the in-flight grace on top of the stale bound
+    expect(Date.parse(reaped.finishedAt!) - Date.parse(reaped.heartbeatAt!)).toBeGreaterThanOrEqual(STALE_MS + INFLIGHT_GRACE_MS)
     for (const { queueId } of next) {
       const done = await until('the queue to go on', async () => {
         const stored = await store!.entries.find(TENANT, 'orphan', queueId)
