@@ -24,11 +24,12 @@ export class Catalog implements CatalogReader {
   private readonly backends: Map<string, Backend>
   private readonly fileProfiles: Map<string, Profile>
   /**
-   * Parsed lookups by tenant and id, so a run reads no definition from the database. This
-   * process writes every change through save/delete below, which drop the entry.
+   * Parsed lookups by tenant and id, so a run reads no definition from the database. Every
+   * change goes through save/delete below, which drop the entry here and tell `onChange` (the
+   * other instances, which `forget` it).
    */
-  private readonly prompts = new LookupCache<Prompt>()
-  private readonly profiles = new LookupCache<Profile>()
+  private readonly caches = { prompt: new LookupCache<Prompt>(), profile: new LookupCache<Profile>() }
+  private changed: (change: CatalogChange) => void = () => {}
 
   private constructor(
     private readonly store: Store,
@@ -57,6 +58,21 @@ export class Catalog implements CatalogReader {
     return new Catalog(store, files)
   }
 
+  /** Tells `listener` about every change made through this catalog. */
+  onChange(listener: (change: CatalogChange) => void): void {
+    this.changed = listener
+  }
+
+  /** Drops a definition another instance changed. */
+  forget({ kind, tenantId, id }: CatalogChange): void {
+    this.caches[kind].drop(tenantId, id)
+  }
+
+  private drop(change: CatalogChange): void {
+    this.forget(change)
+    this.changed(change)
+  }
+
   getBackend(id: string): Backend | null {
     return this.backends.get(id) ?? null
   }
@@ -66,7 +82,7 @@ export class Catalog implements CatalogReader {
   }
 
   getPrompt(tenantId: string, id: string): Promise<Prompt | null> {
-    return this.prompts.get(tenantId, id, async () => {
+    return this.caches.prompt.get(tenantId, id, async () => {
       const rows = await this.store.prompts.find([tenantId, CATALOG_TENANT], id)
       const row = rows.find((r) => r.tenantId === tenantId) ?? rows[0]
       return row ? toPrompt(row) : null
@@ -87,7 +103,7 @@ export class Catalog implements CatalogReader {
       this.store.prompts.find([CATALOG_TENANT], id),
       this.store.prompts.latestVersion(tenantId, id),
     ])
-    this.prompts.drop(tenantId, id)
+    this.forget({ kind: 'prompt', tenantId, id })
     const row = await this.store.prompts.save({
       tenantId,
       id,
@@ -98,19 +114,21 @@ export class Catalog implements CatalogReader {
       // one the numbering of its deleted predecessor: a (id, version) pair is never reused
       floorVersion: Math.max(latest, catalogRows[0]?.version ?? 0),
     })
-    this.prompts.drop(tenantId, id) // a lookup that raced the write may have cached the old row
+    this.drop({ kind: 'prompt', tenantId, id }) // a lookup that raced the write may have cached the old row
     return toPrompt(row)
   }
 
   /** Deletes a tenant's own prompt; a file-defined one cannot be deleted through the API. */
   async deletePrompt(tenantId: string, id: string): Promise<'deleted' | 'catalog' | 'missing'> {
-    this.prompts.drop(tenantId, id)
-    if (await this.store.prompts.delete(tenantId, id)) return 'deleted'
+    this.forget({ kind: 'prompt', tenantId, id })
+    const deleted = await this.store.prompts.delete(tenantId, id)
+    this.drop({ kind: 'prompt', tenantId, id })
+    if (deleted) return 'deleted'
     return (await this.store.prompts.find([CATALOG_TENANT], id)).length > 0 ? 'catalog' : 'missing'
   }
 
   getProfile(tenantId: string, id: string): Promise<Profile | null> {
-    return this.profiles.get(tenantId, id, async () => {
+    return this.caches.profile.get(tenantId, id, async () => {
       const [row] = await this.store.profiles.find([tenantId], id)
       return row ? toProfile(row) : (this.fileProfiles.get(id) ?? null)
     })
@@ -123,17 +141,26 @@ export class Catalog implements CatalogReader {
   }
 
   async saveProfile(tenantId: string, definition: ProfileDefinition): Promise<Profile> {
-    this.profiles.drop(tenantId, definition.id)
+    this.forget({ kind: 'profile', tenantId, id: definition.id })
     const row = await this.store.profiles.save(tenantId, definition.id, definition)
-    this.profiles.drop(tenantId, definition.id) // a lookup that raced the write may have cached the old row
+    this.drop({ kind: 'profile', tenantId, id: definition.id }) // a lookup that raced the write may have cached the old row
     return toProfile(row)
   }
 
   async deleteProfile(tenantId: string, id: string): Promise<'deleted' | 'catalog' | 'missing'> {
-    this.profiles.drop(tenantId, id)
-    if (await this.store.profiles.delete(tenantId, id)) return 'deleted'
+    this.forget({ kind: 'profile', tenantId, id })
+    const deleted = await this.store.profiles.delete(tenantId, id)
+    this.drop({ kind: 'profile', tenantId, id })
+    if (deleted) return 'deleted'
     return this.fileProfiles.has(id) ? 'catalog' : 'missing'
   }
+}
+
+/** A prompt or profile of a tenant that was saved or deleted. */
+export interface CatalogChange {
+  kind: 'prompt' | 'profile'
+  tenantId: string
+  id: string
 }
 
 /** Lookups by (tenant, id), misses included; bounded by clearing when full. */

@@ -1,5 +1,5 @@
 import { CapacityPools } from '../capacity/capacity-pool.js'
-import { Catalog } from '../catalog/catalog.js'
+import { Catalog, type CatalogChange } from '../catalog/catalog.js'
 import { loadCatalogFiles } from '../catalog/files.js'
 import type { ApiKeyEntry } from '../domain/access.js'
 import type { Budget } from '../domain/budgets.js'
@@ -92,6 +92,11 @@ export async function createApp(options: AppOptions, secrets: SecretLookup, logg
   try {
     if (options.redisUrl) link = await RedisLink.connect(options.redisUrl, options.redisPrefix ?? 'promptline:', logger)
     const catalog = await Catalog.open(store, files)
+    if (link) {
+      const relay = link
+      catalog.onChange((change) => relay.publish('catalog', change))
+      await relay.subscribe('catalog', (change) => catalog.forget(change as CatalogChange))
+    }
     const sessionMemory = new SessionMemory(store.sessions)
     const allowlist = options.credentialEnvAllowlist ?? []
     const preparer = new PromptPreparer(catalog, sessionMemory, secrets, allowlist)

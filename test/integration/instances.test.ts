@@ -9,8 +9,10 @@ import {
   EnqueuePromptDocument,
   type EnqueuePromptInput,
   QueueEntryDocument,
+  RunPromptDocument,
   SessionEventsDocument,
   type SessionEventsSubscription,
+  UpsertPromptDocument,
 } from '../generated/graphql.js'
 import { createTestDatabase, type TestDatabase } from '../helpers/databases.js'
 import { words } from '../helpers/flow.js'
@@ -139,7 +141,7 @@ describe.skipIf(!cluster)('several instances on one PostgreSQL and Redis', () =>
     }
   }, 60_000)
 
-  it('stops a run on B when A is asked to abort it', async () => {
+  it('stops a run on B when A is asked to abort it, and B renders a prompt A changed', async () => {
     const [a, b] = await startInstances(2)
     await post(b!.url, CreateSessionDocument, { input: { id: 'stop', defaultProfileId: 'fake-echo' } })
     const entry = await enqueue(b!, { sessionId: 'stop', input: words(400), overrides: { extra: { tokenDelayMs: 20 } } })
@@ -155,6 +157,19 @@ describe.skipIf(!cluster)('several instances on one PostgreSQL and Redis', () =>
     const stored = await store!.runs.find(TENANT, runId)
     expect(stored).toMatchObject({ status: 'ABORTED', errorMessage: 'from A' })
     expect(stored!.output!.length).toBeLessThan(words(400).length)
+
+    // B has the prompt cached from a run; A changes it; B's next run renders the new one
+    const upsert = (content: string) =>
+      post(a!.url, UpsertPromptDocument, { input: { id: 'greet', messages: [{ role: 'USER', content }] } })
+    const run = async () => {
+      const result = (await post(b!.url, RunPromptDocument, { input: { sessionId: 'stop', promptId: 'greet' } })).runPrompt
+      if (result.__typename !== 'RunPromptPayload') throw new Error(result.__typename)
+      return result.run?.output
+    }
+    await upsert('first version')
+    expect(await run()).toBe('first version')
+    await upsert('second version')
+    expect(await run()).toBe('second version')
   }, 60_000)
 
   it('when one instance is killed mid-run, one survivor reaps its run once and finishes its queue', async () => {
