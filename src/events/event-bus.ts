@@ -3,6 +3,7 @@ import type { SessionEvent, SessionEventData } from '../domain/events.js'
 import type { Logger } from '../domain/logger.js'
 import type { EventStore } from '../store/event-store.js'
 import type { SessionStore } from '../store/session-store.js'
+import { EventRelay } from './event-relay.js'
 import type { RedisLink } from './redis-link.js'
 
 type Listener = (event: SessionEvent) => void
@@ -10,14 +11,6 @@ type Listener = (event: SessionEvent) => void
 /** Typed topics: every event goes to its session's topic, and to its run's when it has one. */
 export const sessionTopic = (tenantId: string, sessionId: string) => `session:${tenantId}/${sessionId}`
 export const runTopic = (runId: string) => `run:${runId}`
-/** The Redis channel that carries a session's events to the other instances. */
-const relayChannel = (tenantId: string, sessionId: string) => `events:${tenantId}/${sessionId}`
-
-interface Relayed {
-  origin: string
-  event: SessionEvent
-}
-
 interface Stream {
   next: number
   ceiling: number
@@ -65,17 +58,18 @@ export class SessionEventBus {
   private readonly writeQueue: SessionEvent[] = []
   private flushTimer: NodeJS.Timeout | null = null
   private writing: Promise<void> | null = null
-  /** Sessions whose events this instance hears from the others, with how many subscribers want them. */
-  private readonly relayed = new Map<string, { subscribers: number; unsubscribe: Promise<() => void> }>()
+  /** With several instances: events go to the others' subscribers through Redis. */
+  private readonly relay: EventRelay | null
 
   constructor(
     private readonly events: EventStore,
     private readonly sessions: SessionStore,
     private readonly logger: Logger,
     private readonly options: EventBusOptions = DEFAULT_EVENT_BUS_OPTIONS,
-    /** With several instances: events go to the others' subscribers through Redis. */
-    private readonly relay: RedisLink | null = null,
-  ) {}
+    link: RedisLink | null = null,
+  ) {
+    this.relay = link && new EventRelay(link, (event) => this.notifyHere(event))
+  }
 
   /**
    * Loads where a session's numbering resumes (above anything reserved before, so above any
@@ -169,35 +163,14 @@ export class SessionEventBus {
   }
 
   private notifyAll(sessionKey: string, event: SessionEvent): void {
-    this.notify(sessionKey, event)
-    if (event.runId !== null) this.notify(runTopic(event.runId), event)
-    this.relay?.publish(relayChannel(event.tenantId, event.sessionId), { origin: this.relay.instanceId, event } satisfies Relayed)
+    this.notifyHere(event, sessionKey)
+    this.relay?.send(event)
   }
 
-  /** Hears the session's events published by other instances while anyone here subscribes to it. */
-  private async hearRelayed(tenantId: string, sessionId: string): Promise<() => void> {
-    const relay = this.relay
-    if (!relay) return () => {}
-    const key = sessionTopic(tenantId, sessionId)
-    let heard = this.relayed.get(key)
-    if (!heard) {
-      const unsubscribe = relay.subscribe(relayChannel(tenantId, sessionId), (message) => {
-        const { origin, event } = message as Relayed
-        if (origin === relay.instanceId) return
-        this.notify(key, event)
-        if (event.runId !== null) this.notify(runTopic(event.runId), event)
-      })
-      heard = { subscribers: 0, unsubscribe }
-      this.relayed.set(key, heard)
-    }
-    heard.subscribers++
-    const current = heard
-    await current.unsubscribe
-    return () => {
-      if (--current.subscribers > 0 || this.relayed.get(key) !== current) return
-      this.relayed.delete(key)
-      void current.unsubscribe.then((unsubscribe) => unsubscribe())
-    }
+  /** Delivers to this instance's subscribers of the event's session and run. */
+  private notifyHere(event: SessionEvent, sessionKey = sessionTopic(event.tenantId, event.sessionId)): void {
+    this.notify(sessionKey, event)
+    if (event.runId !== null) this.notify(runTopic(event.runId), event)
   }
 
   private notify(topic: string, event: SessionEvent): void {
@@ -301,7 +274,7 @@ export class SessionEventBus {
         if (replaying) arrived.push(event)
         else deliver(event)
       })
-      const unhear = await this.hearRelayed(tenantId, sessionId)
+      const unhear = (await this.relay?.hear(tenantId, sessionId)) ?? (() => {})
       try {
         if (options.afterSequence !== null) {
           // what was unwritten when we started listening; later events arrive through the listener

@@ -23,7 +23,6 @@ import { QueueDrain } from './queue-drain.js'
 import { QueueRecovery } from './queue-recovery.js'
 import { RunSupervisor } from './run-supervisor.js'
 import type { SessionOwnership } from './session-leases.js'
-import type { SessionQueue } from './session-queue.js'
 import { SessionQueues } from './session-queues.js'
 
 export interface AdmitRequest {
@@ -88,12 +87,7 @@ export class PromptQueue {
       admission: this.admission,
       scheduler: new DebounceScheduler(),
     })
-    const { ledger, events, sessions, logger, times, ownership, sessionRows, shared } = deps
-    const [queues, admission, drain] = [this.queues, this.admission, this.drainer]
-    this.recovery = new QueueRecovery({
-      ...{ ownership, sessionRows, shared, runs, ledger, entries, events, sessions },
-      ...{ queues, bus, admission, drain, logger, times },
-    })
+    this.recovery = new QueueRecovery({ ...deps, queues: this.queues, admission: this.admission, drain: this.drainer })
   }
 
   async admit(admission: AdmitRequest): Promise<QueueEntryView> {
@@ -105,7 +99,7 @@ export class PromptQueue {
     const idempotencyHash = idempotencyKey === null ? null : hashValue({ request, whenBusy, schedule: schedule ?? null })
     if (idempotencyKey !== null) {
       const earlier = await this.idempotent.existing(queue, idempotencyKey, idempotencyHash!)
-      if (earlier) return this.viewOf(queue, earlier)
+      if (earlier) return queue.viewOf(earlier)
     }
     const busy = queue.busy
     if (busy && whenBusy === 'REJECT') throw new SessionBusyError(`session '${sessionId}' is busy; nothing was queued`)
@@ -123,7 +117,7 @@ export class PromptQueue {
       this.writer.save(replacing)
       this.drainer.schedule(queue, replacing, schedule.debounceMs)
       this.writer.publish(queue, 'QUEUED', replacing)
-      return this.viewOf(queue, replacing)
+      return queue.viewOf(replacing)
     }
 
     const supersede = busy && (whenBusy === 'INTERRUPT' || whenBusy === 'ROLLBACK') && !schedule
@@ -159,14 +153,14 @@ export class PromptQueue {
       this.admission.release(requestBytes)
       // a concurrent admission with the same key won the store's unique index: answer with its entry
       const winner = idempotencyKey === null ? null : await this.idempotent.existing(queue, idempotencyKey, idempotencyHash!)
-      if (winner) return this.viewOf(queue, winner)
+      if (winner) return queue.viewOf(winner)
       throw error
     }
     this.writer.publish(queue, 'QUEUED', entry)
     if (schedule) this.drainer.schedule(queue, entry, schedule.debounceMs)
     if (supersede && queue.active) this.supervisor.supersede(queue.active, whenBusy === 'INTERRUPT')
     this.drainer.drain(queue)
-    return this.viewOf(queue, entry)
+    return queue.viewOf(entry)
   }
 
   /** Cancels a queued or scheduled entry, or aborts a running one. */
@@ -229,27 +223,14 @@ export class PromptQueue {
 
   /** Outstanding entries of a session with their position (0 = running, 1 = next, …). */
   async outstanding(tenantId: string, sessionId: string): Promise<QueueEntryView[]> {
-    return this.view(await this.queues.get(tenantId, sessionId))
-  }
-
-  private view(queue: SessionQueue): QueueEntryView[] {
-    const running = queue.active ? [queue.active.entry] : []
-    const inLine = [...running, ...queue.queued()]
-    const position = new Map(inLine.map((e, i) => [e.queueId, running.length > 0 ? i : i + 1]))
-    return [...queue.outstanding.values()]
-      .sort((a, b) => a.queueSequence - b.queueSequence)
-      .map((e) => ({ ...e, position: position.get(e.queueId) ?? null }))
-  }
-
-  private viewOf(queue: SessionQueue, entry: QueueEntryRecord): QueueEntryView {
-    return this.view(queue).find((e) => e.queueId === entry.queueId) ?? { ...entry, position: null }
+    return (await this.queues.get(tenantId, sessionId)).view()
   }
 
   /** An entry as it is now: live while outstanding, else as stored once its writes have landed. */
   async entry(tenantId: string, sessionId: string, queueId: string): Promise<QueueEntryView | null> {
     const queue = await this.queues.get(tenantId, sessionId)
     const live = queue.outstanding.get(queueId)
-    if (live) return this.viewOf(queue, live)
+    if (live) return queue.viewOf(live)
     await this.deps.saves.settled(queueId)
     const stored = await this.deps.entries.find(tenantId, sessionId, queueId)
     return stored && { ...stored, position: null }

@@ -1,4 +1,4 @@
-import type { QueueEntryRecord } from '../domain/records.js'
+import type { QueueEntryRecord, QueueEntryView } from '../domain/records.js'
 import type { AdmittedPrompt } from '../runner/prepare.js'
 import type { RunHandle } from '../runner/run-executor.js'
 
@@ -58,5 +58,20 @@ export class SessionQueue {
       bytes += this.active.handle.steers.pendingBytes
     }
     return { count, bytes }
+  }
+
+  /** Outstanding entries in admission order, with their position (0 = running, 1 = next, …). */
+  view(): QueueEntryView[] {
+    const running = this.active ? [this.active.entry] : []
+    const inLine = [...running, ...this.queued()]
+    const position = new Map(inLine.map((e, i) => [e.queueId, running.length > 0 ? i : i + 1]))
+    return [...this.outstanding.values()]
+      .sort((a, b) => a.queueSequence - b.queueSequence)
+      .map((e) => ({ ...e, position: position.get(e.queueId) ?? null }))
+  }
+
+  /** One entry with its position; null position once it is no longer outstanding. */
+  viewOf(entry: QueueEntryRecord): QueueEntryView {
+    return this.view().find((e) => e.queueId === entry.queueId) ?? { ...entry, position: null }
   }
 }
