@@ -105,8 +105,11 @@ describe('config from the environment', () => {
     ['DATABASE_URL', 'mysql://h/db'],
     ['REDIS_URL', 'http://h'],
     ['LOG_LEVEL', 'loud'],
+    ['PROMPTLINE_REDIS_PREFIX', 'has spaces'],
+    ['PROMPTLINE_STALE_MS', '1000'],
   ])('names %s when its value %j is bad', (name, value) => {
-    expect(() => loadConfig({ [name]: value })).toThrow(ConfigError)
-    expect(() => loadConfig({ [name]: value })).toThrow(new RegExp(`^invalid environment variable ${name}: `))
+    const env = { PROMPTLINE_HEARTBEAT_MS: '5000', [name]: value }
+    expect(() => loadConfig(env)).toThrow(ConfigError)
+    expect(() => loadConfig(env)).toThrow(new RegExp(`^invalid environment variable ${name}: `))
   })
 })
