@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto'
 import { afterEach, describe, expect, it } from 'vitest'
 import type { SessionEvent } from '../../src/domain/events.js'
 import { openStore, type Store } from '../../src/store/store.js'
+import { FakeVendorServer } from '../fixtures/fake-vendor.js'
 import {
   AbortRunDocument,
   CreateSessionDocument,
@@ -14,6 +15,7 @@ import {
   type SessionEventsSubscription,
   UpsertPromptDocument,
 } from '../generated/graphql.js'
+import { catalogDir } from '../helpers/catalog-dir.js'
 import { createTestDatabase, type TestDatabase } from '../helpers/databases.js'
 import { words } from '../helpers/flow.js'
 import { killHard, post, startServerProcess } from '../helpers/process.js'
@@ -33,15 +35,17 @@ interface Instance {
 describe.skipIf(!cluster)('several instances on one PostgreSQL and Redis', () => {
   let database: TestDatabase | undefined
   let store: Store | undefined
+  let vendor: FakeVendorServer | undefined
   const instances: Instance[] = []
   afterEach(async () => {
     for (const { child } of instances.splice(0)) await killHard(child)
+    await vendor?.close()
     await store?.close()
     await database?.drop()
   })
 
   /** Starts `count` server processes sharing a fresh database and a fresh Redis prefix. */
-  async function startInstances(count: number): Promise<Instance[]> {
+  async function startInstances(count: number, extraEnv: Record<string, string> = {}): Promise<Instance[]> {
     database = await createTestDatabase('postgresql')
     const env = {
       REDIS_URL: process.env.REDIS_URL!,
@@ -52,6 +56,7 @@ describe.skipIf(!cluster)('several instances on one PostgreSQL and Redis', () =>
       PROMPTLINE_REAP_INTERVAL_MS: '200',
       PROMPTLINE_MUTATIONS_PER_SECOND: '100000',
       PROMPTLINE_MAX_PENDING_ADMISSIONS: '1000',
+      ...extraEnv,
     }
     // the first migrates the database; the others find it migrated
     const first = await startServerProcess(database.url, env)
@@ -142,21 +147,33 @@ describe.skipIf(!cluster)('several instances on one PostgreSQL and Redis', () =>
   }, 60_000)
 
   it('stops a run on B when A is asked to abort it, and B renders a prompt A changed', async () => {
-    const [a, b] = await startInstances(2)
-    await post(b!.url, CreateSessionDocument, { input: { id: 'stop', defaultProfileId: 'fake-echo' } })
-    const entry = await enqueue(b!, { sessionId: 'stop', input: words(400), overrides: { extra: { tokenDelayMs: 20 } } })
-    const runId = await until('the run to start', async () => {
+    vendor = await FakeVendorServer.start('openai')
+    vendor.defaults = { delayMs: 20 }
+    const catalog = catalogDir({
+      'catalog.yaml': `
+backends:
+  - { id: oa, kind: OPENAI, baseUrl: "${vendor.baseUrl}", credentialEnv: OA_KEY }
+profiles:
+  - { id: oa-plain, backendId: oa, model: gpt-test }
+`,
+    })
+    const [a, b] = await startInstances(2, { PROMPTLINE_CATALOG: catalog, OA_KEY: 'sk-test' })
+    await post(b!.url, CreateSessionDocument, { input: { id: 'stop', defaultProfileId: 'oa-plain' } })
+    const entry = await enqueue(b!, { sessionId: 'stop', input: words(400) })
+    const runId = await until('the run to stream', async () => {
       const live = (await post(a!.url, QueueEntryDocument, { sessionId: 'stop', queueId: entry.queueId })).queueEntry
-      return live?.status === 'RUNNING' && live.runId
+      return live?.status === 'RUNNING' && vendor!.requests.length > 0 && live.runId
     })
     const aborted = (await post(a!.url, AbortRunDocument, { runId, reason: 'from A' })).abortRun
     if (aborted.__typename !== 'AbortRunPayload') throw new Error(aborted.__typename)
     expect(aborted.aborted).toBe(true)
     expect(aborted.run).toMatchObject({ status: 'ABORTED', terminalReason: 'ABORTED' })
-    // durably, and with only part of the answer streamed
+    // durably, with only part of the answer, and the vendor saw its request closed
     const stored = await store!.runs.find(TENANT, runId)
     expect(stored).toMatchObject({ status: 'ABORTED', errorMessage: 'from A' })
     expect(stored!.output!.length).toBeLessThan(words(400).length)
+    await until('the vendor to see the request closed', async () => vendor!.requests[0]!.finishedAt !== null)
+    expect(vendor.requests[0]).toMatchObject({ closedByClient: true, ended: false })
 
     // B has the prompt cached from a run; A changes it; B's next run renders the new one
     const upsert = (content: string) =>
