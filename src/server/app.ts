@@ -148,6 +148,14 @@ export async function createApp(options: AppOptions, secrets: SecretLookup, logg
     })
     const router = new SessionRouter(ownership, link, logger)
     const sessions = new SessionService(store, sessionMemory, catalog, queue, router)
+    if (link) {
+      const relay = link
+      sessions.onDeleted((deleted) => relay.publish('sessions:deleted', deleted))
+      await relay.subscribe('sessions:deleted', (deleted) => {
+        const { tenantId, id } = deleted as { tenantId: string; id: string }
+        sessionMemory.forget(tenantId, id)
+      })
+    }
     const budgets = new BudgetGuard(store, options.budgets ?? [])
     const services = {
       catalog: new CatalogService(catalog, secrets, capacity, allowlist),

@@ -38,6 +38,13 @@ export class SessionService {
     router.handle('queueOf', (t: string, s: string, terminal: boolean) => this.queueOfHere(t, s, terminal))
   }
 
+  private deleted: (session: { tenantId: string; id: string }) => void = () => {}
+
+  /** Tells `listener` about every session deleted here (the other instances forget it). */
+  onDeleted(listener: (session: { tenantId: string; id: string }) => void): void {
+    this.deleted = listener
+  }
+
   async create(tenantId: string, input: unknown): Promise<SessionRecord> {
     const parsed = parseInput(createSessionSchema, input, 'input')
     if (parsed.defaultProfileId && !(await this.catalog.getProfile(tenantId, parsed.defaultProfileId))) {
@@ -86,6 +93,7 @@ export class SessionService {
     await this.queue.clearSession(tenantId, id)
     await this.store.sessions.delete(tenantId, id)
     this.queue.forget(tenantId, id)
+    this.deleted({ tenantId, id })
     return id
   }
 

@@ -7,10 +7,12 @@ import { FakeVendorServer } from '../fixtures/fake-vendor.js'
 import {
   AbortRunDocument,
   CreateSessionDocument,
+  DeleteSessionDocument,
   EnqueuePromptDocument,
   type EnqueuePromptInput,
   QueueEntryDocument,
   RunPromptDocument,
+  SessionDocument,
   SessionEventsDocument,
   type SessionEventsSubscription,
   UpsertPromptDocument,
@@ -119,6 +121,8 @@ describe.skipIf(!cluster)('several instances on one PostgreSQL and Redis', () =>
   it('admits one entry for one idempotency key sent to both at once, and streams a run on B to a subscriber on A', async () => {
     const [a, b] = await startInstances(2)
     await post(b!.url, CreateSessionDocument, { input: { id: 'shared', defaultProfileId: 'fake-echo' } })
+    // reading its status makes B the session's owner
+    expect((await post(b!.url, SessionDocument, { id: 'shared' })).session).toMatchObject({ status: 'IDLE' })
     const input = { sessionId: 'shared', input: words(60), idempotencyKey: 'once', overrides: { extra: { tokenDelayMs: 10 } } }
     const [fromA, fromB] = await Promise.all([enqueue(a!, input), enqueue(b!, input)])
     expect(fromA.queueId).toBe(fromB.queueId)
@@ -144,6 +148,10 @@ describe.skipIf(!cluster)('several instances on one PostgreSQL and Redis', () =>
     } finally {
       await client.dispose()
     }
+    // A knows the session; deleted by its owner B (asked through A), it is gone on A too
+    expect((await post(a!.url, SessionDocument, { id: 'shared' })).session).toMatchObject({ id: 'shared' })
+    expect((await post(a!.url, DeleteSessionDocument, { id: 'shared' })).deleteSession).toMatchObject({ deletedId: 'shared' })
+    expect((await post(a!.url, SessionDocument, { id: 'shared' })).session).toBeNull()
   }, 60_000)
 
   it('stops a run on B when A is asked to abort it, and B renders a prompt A changed', async () => {
