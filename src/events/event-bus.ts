@@ -4,6 +4,7 @@ import type { Logger } from '../domain/logger.js'
 import type { EventStore } from '../store/event-store.js'
 import type { SessionStore } from '../store/session-store.js'
 import { EventRelay } from './event-relay.js'
+import { EventWriter } from './event-writer.js'
 import type { RedisLink } from './redis-link.js'
 
 type Listener = (event: SessionEvent) => void
@@ -55,9 +56,7 @@ export class SubscriberTooSlowError extends Error {
 export class SessionEventBus {
   private readonly streams = new Map<string, Stream>()
   private readonly listeners = new Map<string, Set<Listener>>()
-  private readonly writeQueue: SessionEvent[] = []
-  private flushTimer: NodeJS.Timeout | null = null
-  private writing: Promise<void> | null = null
+  private readonly writer: EventWriter
   /** With several instances: events go to the others' subscribers through Redis. */
   private readonly relay: EventRelay | null
 
@@ -69,6 +68,10 @@ export class SessionEventBus {
     link: RedisLink | null = null,
   ) {
     this.relay = link && new EventRelay(link, (event) => this.notifyHere(event))
+    this.writer = new EventWriter(events, logger, options, (event) => {
+      const stream = this.streams.get(sessionTopic(event.tenantId, event.sessionId))
+      if (stream?.unwritten[0] === event) stream.unwritten.shift()
+    })
   }
 
   /**
@@ -157,8 +160,7 @@ export class SessionEventBus {
   /** Queues a numbered event for the writer and delivers it live. */
   private release(stream: Stream, event: SessionEvent): void {
     stream.unwritten.push(event)
-    this.writeQueue.push(event)
-    this.flushTimer ??= setTimeout(() => void this.flush(), this.options.flushIntervalMs)
+    this.writer.enqueue(event)
     this.notifyAll(sessionTopic(event.tenantId, event.sessionId), event)
   }
 
@@ -195,42 +197,13 @@ export class SessionEventBus {
   }
 
   /** Writes every event published so far. */
-  async flush(): Promise<void> {
-    if (this.flushTimer) clearTimeout(this.flushTimer)
-    this.flushTimer = null
-    // one writer at a time keeps each session's rows in sequence order
-    while (this.writing !== null) await this.writing
-    while (this.writeQueue.length > 0) {
-      const batch = this.writeQueue.slice(0, this.options.batchSize)
-      this.writing = this.events.append(batch).then(
-        () => {
-          this.writeQueue.splice(0, batch.length)
-          for (const event of batch) {
-            const stream = this.streams.get(sessionTopic(event.tenantId, event.sessionId))
-            if (stream?.unwritten[0] === event) stream.unwritten.shift()
-          }
-        },
-        (error: unknown) => {
-          this.logger.error('could not write events; will retry', { count: batch.length, error: (error as Error).message })
-          throw error
-        },
-      )
-      try {
-        await this.writing
-      } catch {
-        this.flushTimer ??= setTimeout(() => void this.flush(), 1000)
-        return
-      } finally {
-        this.writing = null
-      }
-    }
+  flush(): Promise<void> {
+    return this.writer.flush()
   }
 
-  /** Stops the writer timer after writing everything. */
-  async close(): Promise<void> {
-    await this.flush()
-    if (this.flushTimer) clearTimeout(this.flushTimer)
-    this.flushTimer = null
+  /** Stops the writer after writing everything. */
+  close(): Promise<void> {
+    return this.writer.close()
   }
 
   private listen(topic: string, listener: Listener): () => void {
