@@ -2,6 +2,9 @@ import type { SessionEvent } from '../domain/events.js'
 import type { Logger } from '../domain/logger.js'
 import type { EventStore } from '../store/event-store.js'
 
+/** Failed writes of one batch before it is written session by session. */
+const MAX_BATCH_FAILURES = 3
+
 /**
  * The batched writer of the event log: published events wait at most `flushIntervalMs`, then go
  * in multi-row inserts of up to `batchSize`, one batch at a time so each session's rows land in
@@ -11,6 +14,7 @@ export class EventWriter {
   private readonly queue: SessionEvent[] = []
   private timer: NodeJS.Timeout | null = null
   private writing: Promise<void> | null = null
+  private batchFailures = 0
 
   constructor(
     private readonly events: EventStore,
@@ -45,12 +49,32 @@ export class EventWriter {
     }
   }
 
+  /**
+   * Writes a batch; after it failed `MAX_BATCH_FAILURES` times in a row (the database is up but
+   * refuses some rows), writes it session by session and drops the rows of a session that still
+   * fail, so one session's bad rows never stop every other session's events.
+   */
   private async writeBatch(batch: SessionEvent[]): Promise<void> {
     try {
       await this.events.append(batch)
+      this.batchFailures = 0
+      return
     } catch (error) {
       this.logger.error('could not write events; will retry', { count: batch.length, error: (error as Error).message })
-      throw error
+      if (++this.batchFailures < MAX_BATCH_FAILURES) throw error
+    }
+    this.batchFailures = 0
+    const bySession = new Map<string, SessionEvent[]>()
+    for (const event of batch) {
+      const key = `${event.tenantId}/${event.sessionId}`
+      const group = bySession.get(key)
+      if (group) group.push(event)
+      else bySession.set(key, [event])
+    }
+    for (const [session, events] of bySession) {
+      await this.events.append(events).catch((error: unknown) => {
+        this.logger.error('dropped events the database refused', { session, count: events.length, error: (error as Error).message })
+      })
     }
   }
 

@@ -1,0 +1,50 @@
+import { describe, expect, it } from 'vitest'
+import type { SessionEvent } from '../../src/domain/events.js'
+import { createLogger } from '../../src/domain/logger.js'
+import { EventWriter } from '../../src/events/event-writer.js'
+import type { EventStore } from '../../src/store/event-store.js'
+
+const event = (sessionId: string, sequence: number): SessionEvent => ({
+  type: 'TOKEN_DELTA',
+  text: 't',
+  attempt: 0,
+  candidate: null,
+  tenantId: 't',
+  sessionId,
+  runId: 'r',
+  sequence,
+  at: new Date(0).toISOString(),
+})
+
+/** A store that refuses every batch holding an event of session `bad`, like a row the database rejects. */
+function refusingStore() {
+  const stored: SessionEvent[] = []
+  const store = {
+    async append(events: readonly SessionEvent[]) {
+      if (events.some((e) => e.sessionId === 'bad')) throw new Error('duplicate key')
+      stored.push(...events)
+    },
+  }
+  return { stored, store: store as unknown as EventStore }
+}
+
+describe('the event writer', () => {
+  it("keeps writing every other session's events when the database refuses one session's rows", async () => {
+    const { stored, store } = refusingStore()
+    const written: SessionEvent[] = []
+    const writer = new EventWriter(store, createLogger('silent'), { flushIntervalMs: 60_000, batchSize: 500 }, (e) => written.push(e))
+    const batch = [event('good', 1), event('bad', 1), event('other', 1), event('good', 2)]
+    for (const e of batch) writer.enqueue(e)
+    // the first failures leave the batch queued for a retry (the database may come back)
+    await writer.flush()
+    await writer.flush()
+    expect(stored).toEqual([])
+    await writer.flush()
+    expect(stored.map((e) => `${e.sessionId}#${e.sequence}`).sort()).toEqual(['good#1', 'good#2', 'other#1'])
+    expect(written).toEqual(batch)
+    // and later events go through as a batch again
+    writer.enqueue(event('good', 3))
+    await writer.close()
+    expect(stored.at(-1)).toMatchObject({ sessionId: 'good', sequence: 3 })
+  })
+})
