@@ -24,23 +24,26 @@ export class Catalog implements CatalogReader {
   private readonly backends: Map<string, Backend>
   private readonly fileProfiles: Map<string, Profile>
   /**
-   * Parsed lookups by tenant and id, so a run reads no definition from the database. Every
-   * change goes through save/delete below, which drop the entry here and tell `onChange` (the
-   * other instances, which `forget` it).
+   * Parsed lookups by tenant and id, so a run reads no definition from the database. This
+   * process writes every change through save/delete below, which drop the entry. With several
+   * instances another one may change a definition, so nothing is cached: every lookup reads.
    */
-  private readonly caches = { prompt: new LookupCache<Prompt>(), profile: new LookupCache<Profile>() }
-  private changed: (change: CatalogChange) => void = () => {}
+  private readonly prompts: LookupCache<Prompt>
+  private readonly profiles: LookupCache<Profile>
 
   private constructor(
     private readonly store: Store,
     files: CatalogFiles,
+    cached: boolean,
   ) {
+    this.prompts = new LookupCache(cached)
+    this.profiles = new LookupCache(cached)
     this.backends = new Map(files.backends.map((b) => [b.id, b]))
     this.fileProfiles = new Map(files.profiles.map((p) => [p.id, { ...p, source: 'CATALOG', updatedAt: null }]))
   }
 
   /** Writes the file prompts to the store (bumping versions of changed ones) and returns the catalog. */
-  static async open(store: Store, files: CatalogFiles): Promise<Catalog> {
+  static async open(store: Store, files: CatalogFiles, { cached = true } = {}): Promise<Catalog> {
     for (const prompt of files.prompts) {
       await store.prompts.save({
         tenantId: CATALOG_TENANT,
@@ -55,22 +58,7 @@ export class Catalog implements CatalogReader {
       CATALOG_TENANT,
       files.prompts.map((p) => p.id),
     )
-    return new Catalog(store, files)
-  }
-
-  /** Tells `listener` about every change made through this catalog. */
-  onChange(listener: (change: CatalogChange) => void): void {
-    this.changed = listener
-  }
-
-  /** Drops a definition another instance changed. */
-  forget({ kind, tenantId, id }: CatalogChange): void {
-    this.caches[kind].drop(tenantId, id)
-  }
-
-  private drop(change: CatalogChange): void {
-    this.forget(change)
-    this.changed(change)
+    return new Catalog(store, files, cached)
   }
 
   getBackend(id: string): Backend | null {
@@ -82,7 +70,7 @@ export class Catalog implements CatalogReader {
   }
 
   getPrompt(tenantId: string, id: string): Promise<Prompt | null> {
-    return this.caches.prompt.get(tenantId, id, async () => {
+    return this.prompts.get(tenantId, id, async () => {
       const rows = await this.store.prompts.find([tenantId, CATALOG_TENANT], id)
       const row = rows.find((r) => r.tenantId === tenantId) ?? rows[0]
       return row ? toPrompt(row) : null
@@ -103,7 +91,7 @@ export class Catalog implements CatalogReader {
       this.store.prompts.find([CATALOG_TENANT], id),
       this.store.prompts.latestVersion(tenantId, id),
     ])
-    this.forget({ kind: 'prompt', tenantId, id })
+    this.prompts.drop(tenantId, id)
     const row = await this.store.prompts.save({
       tenantId,
       id,
@@ -114,21 +102,19 @@ export class Catalog implements CatalogReader {
       // one the numbering of its deleted predecessor: a (id, version) pair is never reused
       floorVersion: Math.max(latest, catalogRows[0]?.version ?? 0),
     })
-    this.drop({ kind: 'prompt', tenantId, id }) // a lookup that raced the write may have cached the old row
+    this.prompts.drop(tenantId, id) // a lookup that raced the write may have cached the old row
     return toPrompt(row)
   }
 
   /** Deletes a tenant's own prompt; a file-defined one cannot be deleted through the API. */
   async deletePrompt(tenantId: string, id: string): Promise<'deleted' | 'catalog' | 'missing'> {
-    this.forget({ kind: 'prompt', tenantId, id })
-    const deleted = await this.store.prompts.delete(tenantId, id)
-    this.drop({ kind: 'prompt', tenantId, id })
-    if (deleted) return 'deleted'
+    this.prompts.drop(tenantId, id)
+    if (await this.store.prompts.delete(tenantId, id)) return 'deleted'
     return (await this.store.prompts.find([CATALOG_TENANT], id)).length > 0 ? 'catalog' : 'missing'
   }
 
   getProfile(tenantId: string, id: string): Promise<Profile | null> {
-    return this.caches.profile.get(tenantId, id, async () => {
+    return this.profiles.get(tenantId, id, async () => {
       const [row] = await this.store.profiles.find([tenantId], id)
       return row ? toProfile(row) : (this.fileProfiles.get(id) ?? null)
     })
@@ -141,34 +127,29 @@ export class Catalog implements CatalogReader {
   }
 
   async saveProfile(tenantId: string, definition: ProfileDefinition): Promise<Profile> {
-    this.forget({ kind: 'profile', tenantId, id: definition.id })
+    this.profiles.drop(tenantId, definition.id)
     const row = await this.store.profiles.save(tenantId, definition.id, definition)
-    this.drop({ kind: 'profile', tenantId, id: definition.id }) // a lookup that raced the write may have cached the old row
+    this.profiles.drop(tenantId, definition.id) // a lookup that raced the write may have cached the old row
     return toProfile(row)
   }
 
   async deleteProfile(tenantId: string, id: string): Promise<'deleted' | 'catalog' | 'missing'> {
-    this.forget({ kind: 'profile', tenantId, id })
-    const deleted = await this.store.profiles.delete(tenantId, id)
-    this.drop({ kind: 'profile', tenantId, id })
-    if (deleted) return 'deleted'
+    this.profiles.drop(tenantId, id)
+    if (await this.store.profiles.delete(tenantId, id)) return 'deleted'
     return this.fileProfiles.has(id) ? 'catalog' : 'missing'
   }
 }
 
-/** A prompt or profile of a tenant that was saved or deleted. */
-export interface CatalogChange {
-  kind: 'prompt' | 'profile'
-  tenantId: string
-  id: string
-}
-
-/** Lookups by (tenant, id), misses included; bounded by clearing when full. */
+/** Lookups by (tenant, id), misses included; bounded by clearing when full; off, every lookup loads. */
 class LookupCache<T> {
   private readonly entries = new Map<string, Promise<T | null>>()
-  constructor(private readonly max = 10_000) {}
+  constructor(
+    private readonly enabled: boolean,
+    private readonly max = 10_000,
+  ) {}
 
   get(tenantId: string, id: string, load: () => Promise<T | null>): Promise<T | null> {
+    if (!this.enabled) return load()
     const key = `${tenantId}/${id}`
     let found = this.entries.get(key)
     if (!found) {

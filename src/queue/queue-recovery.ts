@@ -76,6 +76,8 @@ export class QueueRecovery {
    */
   async adopt(queue: SessionQueue): Promise<void> {
     const { tenantId, sessionId } = queue
+    // what this instance remembers of the session may predate another owner's runs
+    this.deps.sessions.forget(tenantId, sessionId)
     const guard = this.staleGuard()
     for (const run of await this.deps.runs.unfinished({ tenantId, sessionId }))
       if (!(await this.end(run, 'STALE', guard))) queue.foreignRunId = run.id // within its in-flight grace: the reaper ends it

@@ -1,5 +1,5 @@
 import { CapacityPools } from '../capacity/capacity-pool.js'
-import { Catalog, type CatalogChange } from '../catalog/catalog.js'
+import { Catalog } from '../catalog/catalog.js'
 import { loadCatalogFiles } from '../catalog/files.js'
 import type { ApiKeyEntry } from '../domain/access.js'
 import type { Budget } from '../domain/budgets.js'
@@ -91,12 +91,8 @@ export async function createApp(options: AppOptions, secrets: SecretLookup, logg
   let link: RedisLink | null = null
   try {
     if (options.redisUrl) link = await RedisLink.connect(options.redisUrl, options.redisPrefix ?? 'promptline:', logger)
-    const catalog = await Catalog.open(store, files)
-    if (link) {
-      const relay = link
-      catalog.onChange((change) => relay.publish('catalog', change))
-      await relay.subscribe('catalog', (change) => catalog.forget(change as CatalogChange))
-    }
+    // with several instances a cached definition or session could be stale: read them from the store
+    const catalog = await Catalog.open(store, files, { cached: link === null })
     const sessionMemory = new SessionMemory(store.sessions)
     const allowlist = options.credentialEnvAllowlist ?? []
     const preparer = new PromptPreparer(catalog, sessionMemory, secrets, allowlist)
@@ -147,15 +143,7 @@ export async function createApp(options: AppOptions, secrets: SecretLookup, logg
       shared: link !== null,
     })
     const router = new SessionRouter(ownership, link, logger)
-    const sessions = new SessionService(store, sessionMemory, catalog, queue, router)
-    if (link) {
-      const relay = link
-      sessions.onDeleted((deleted) => relay.publish('sessions:deleted', deleted))
-      await relay.subscribe('sessions:deleted', (deleted) => {
-        const { tenantId, id } = deleted as { tenantId: string; id: string }
-        sessionMemory.forget(tenantId, id)
-      })
-    }
+    const sessions = new SessionService(store, sessionMemory, catalog, queue, router, link !== null)
     const budgets = new BudgetGuard(store, options.budgets ?? [])
     const services = {
       catalog: new CatalogService(catalog, secrets, capacity, allowlist),

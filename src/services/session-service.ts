@@ -31,18 +31,13 @@ export class SessionService {
     private readonly catalog: Catalog,
     private readonly queue: PromptQueue,
     private readonly router: SessionRouter,
+    /** Several instances: another may delete a session, so records are read from the store. */
+    private readonly shared = false,
   ) {
     router.handle('deleteSession', (t: string, id: string) => this.deleteHere(t, id))
     router.handle('messages', (t: string, s: string) => this.memory.messages(t, s))
     router.handle('status', (t: string, s: string) => this.queue.status(t, s))
     router.handle('queueOf', (t: string, s: string, terminal: boolean) => this.queueOfHere(t, s, terminal))
-  }
-
-  private deleted: (session: { tenantId: string; id: string }) => void = () => {}
-
-  /** Tells `listener` about every session deleted here (the other instances forget it). */
-  onDeleted(listener: (session: { tenantId: string; id: string }) => void): void {
-    this.deleted = listener
   }
 
   async create(tenantId: string, input: unknown): Promise<SessionRecord> {
@@ -70,7 +65,8 @@ export class SessionService {
 
   /** A session by id; `field` names the argument in a validation error. */
   get(tenantId: string, id: string, field = 'id'): Promise<SessionRecord | null> {
-    return this.memory.find(tenantId, parseInput(idSchema, id, field))
+    const sessionId = parseInput(idSchema, id, field)
+    return this.shared ? this.store.sessions.find(tenantId, sessionId) : this.memory.find(tenantId, sessionId)
   }
 
   async require(tenantId: string, id: string, field = 'sessionId'): Promise<SessionRecord> {
@@ -93,7 +89,6 @@ export class SessionService {
     await this.queue.clearSession(tenantId, id)
     await this.store.sessions.delete(tenantId, id)
     this.queue.forget(tenantId, id)
-    this.deleted({ tenantId, id })
     return id
   }
 

@@ -199,7 +199,10 @@ profiles:
 
   it('when one instance is killed mid-run, one survivor reaps its run once and finishes its queue', async () => {
     const [a, b, c] = await startInstances(3)
+    // A creates the session (reading its status makes A the owner) and completes a first prompt
     await post(a!.url, CreateSessionDocument, { input: { id: 'orphan', defaultProfileId: 'fake-echo' } })
+    const first = await enqueue(a!, { sessionId: 'orphan', input: 'first' })
+    await until('the first prompt', async () => (await store!.entries.find(TENANT, 'orphan', first.queueId))?.status === 'COMPLETED')
     const long = await enqueue(a!, { sessionId: 'orphan', input: words(400), overrides: { extra: { tokenDelayMs: 20 } } })
     const next = [await enqueue(a!, { sessionId: 'orphan', input: 'second' }), await enqueue(a!, { sessionId: 'orphan', input: 'third' })]
     const runId = await until('the run to start', async () => {
@@ -224,6 +227,16 @@ profiles:
       })
       expect(done.finishedAt).not.toBeNull()
     }
+    // the survivor went on from the history A had written
+    const history = await store!.sessions.messages(TENANT, 'orphan')
+    expect(history.map((m) => `${m.position}:${m.role}:${m.content}`)).toEqual([
+      '1:user:first',
+      '2:assistant:first',
+      '3:user:second',
+      '4:assistant:second',
+      '5:user:third',
+      '6:assistant:third',
+    ])
     const moved = (await store!.runs.list(TENANT, { sessionId: 'orphan' }, null, 10)).find((r) => r.output === 'second')!
     process.stdout.write(`instances: a dead instance's session moved in ${Date.parse(moved.startedAt) - killedAt} ms\n`)
     // b and c both raced to reap it: it ended once, with one RUN_FINISHED, and every sequence once
