@@ -145,16 +145,21 @@ export class PromptQueue {
     queue.outstanding.set(entry.queueId, entry)
     queue.admitted.set(entry.queueId, admitted)
     this.admission.reserve(requestBytes)
+    // counted against the limits at once, but not started before its row exists: it may yet lose
+    queue.inserting.add(entry.queueId)
     try {
       await this.deps.entries.insert(entry)
     } catch (error) {
       queue.outstanding.delete(entry.queueId)
       queue.admitted.delete(entry.queueId)
       this.admission.release(requestBytes)
+      this.drainer.drain(queue)
       // a concurrent admission with the same key won the store's unique index: answer with its entry
       const winner = idempotencyKey === null ? null : await this.idempotent.existing(queue, idempotencyKey, idempotencyHash!)
       if (winner) return queue.viewOf(winner)
       throw error
+    } finally {
+      queue.inserting.delete(entry.queueId)
     }
     this.writer.publish(queue, 'QUEUED', entry)
     if (schedule) this.drainer.schedule(queue, entry, schedule.debounceMs)

@@ -27,7 +27,8 @@ export class QueueDrain {
   drain(queue: SessionQueue): void {
     if (queue.active || queue.foreignRunId !== null || queue.deleting || this.stopped) return
     const next = queue.queued()[0]
-    if (next) void this.run(queue, next)
+    // the head of the line starts once its row exists (its admission calls drain again)
+    if (next && !queue.inserting.has(next.queueId)) void this.run(queue, next)
   }
 
   private async run(queue: SessionQueue, entry: QueueEntryRecord): Promise<void> {

@@ -16,6 +16,8 @@ export class SessionQueue {
   readonly outstanding = new Map<string, QueueEntryRecord>()
   /** What admission resolved and rendered for each waiting entry, reused when it runs. */
   readonly admitted = new Map<string, AdmittedPrompt>()
+  /** Admitted entries whose row is still being inserted: the drain waits for them. */
+  readonly inserting = new Set<string>()
   active: ActiveRun | null = null
   /** A run the session's previous owner left live, still within its in-flight grace: nothing starts until it ends. */
   foreignRunId: string | null = null
