@@ -125,27 +125,24 @@ export class QueueRecovery {
     return this.reaping
   }
 
+  /** One pass: up to 100 stale runs (the next pass takes the rest), then orphaned sessions. */
   private async reapStale(): Promise<void> {
     try {
-      for (;;) {
-        const guard = this.staleGuard()
-        const stale = await this.deps.runs.stale(guard.before, guard.inFlightBefore, 100)
-        for (const run of stale) {
-          if (run.sessionId !== null) {
-            // only a session's owner numbers its events: another instance's session waits for its lease to lapse
-            if (!(await this.deps.ownership.claim(run.tenantId, run.sessionId)).mine) continue
-            // taking a session over adopts it: its live runs end and its queue goes on here
-            if (this.deps.shared) await this.deps.queues.get(run.tenantId, run.sessionId)
-          }
-          if ((await this.end(run, 'STALE', guard)) && run.sessionId !== null) {
-            const queue = await this.deps.queues.peek(run.tenantId, run.sessionId)
-            if (queue?.foreignRunId === run.id) {
-              queue.foreignRunId = null
-              this.deps.drain.drain(queue)
-            }
+      const guard = this.staleGuard()
+      for (const run of await this.deps.runs.stale(guard.before, guard.inFlightBefore, 100)) {
+        if (run.sessionId !== null) {
+          // only a session's owner numbers its events: another instance's session waits for its lease to lapse
+          if (!(await this.deps.ownership.claim(run.tenantId, run.sessionId)).mine) continue
+          // taking a session over adopts it: its live runs end and its queue goes on here
+          if (this.deps.shared) await this.deps.queues.get(run.tenantId, run.sessionId)
+        }
+        if ((await this.end(run, 'STALE', guard)) && run.sessionId !== null) {
+          const queue = await this.deps.queues.peek(run.tenantId, run.sessionId)
+          if (queue?.foreignRunId === run.id) {
+            queue.foreignRunId = null
+            this.deps.drain.drain(queue)
           }
         }
-        if (stale.length < 100) break
       }
       if (this.deps.shared) await this.adoptOrphans()
     } catch (error) {
