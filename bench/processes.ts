@@ -1,0 +1,94 @@
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { tmpdir } from 'node:os'
+import path from 'node:path'
+import { fileURLToPath } from 'node:url'
+
+export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
+export const BENCH_KEY = 'bench-key'
+export const PROFILE_DIR = path.join(ROOT, 'bench/profiles')
+const CLOCK_TICKS = Number(execFileSync('getconf', ['CLK_TCK']).toString())
+
+/** Starts a child and resolves with the first stdout line matching `pattern`. */
+export function startChild(
+  command: string,
+  args: string[],
+  env: NodeJS.ProcessEnv,
+  pattern: RegExp,
+): Promise<{ child: ChildProcess; match: RegExpExecArray }> {
+  const child = spawn(command, args, {
+    cwd: ROOT,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'inherit', 'ipc'],
+  })
+  return new Promise((resolve, reject) => {
+    let out = ''
+    child.stdout!.on('data', (chunk: Buffer) => {
+      out += chunk
+      const match = pattern.exec(out)
+      if (match) resolve({ child, match })
+    })
+    child.on('exit', (code) => reject(new Error(`${args.join(' ')} exited with ${code}`)))
+  })
+}
+
+export async function stop(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null) return
+  child.kill('SIGTERM')
+  await new Promise((r) => child.once('exit', r))
+}
+
+/** promptline built and run in a process of its own, on a fresh SQLite file. */
+export class PromptlineProcess {
+  private constructor(
+    readonly child: ChildProcess,
+    readonly url: string,
+    private readonly dir: string,
+  ) {}
+
+  static async start(catalogDir: string, profile: boolean): Promise<PromptlineProcess> {
+    const dir = mkdtempSync(path.join(tmpdir(), 'promptline-bench-'))
+    if (profile) mkdirSync(PROFILE_DIR, { recursive: true })
+    const { child, match } = await startChild(
+      process.execPath,
+      ['--import', './bench/count-sql.mjs', ...(profile ? ['--cpu-prof', '--cpu-prof-dir', PROFILE_DIR] : []), 'dist/main.js'],
+      {
+        DATABASE_URL: `file:${path.join(dir, 'bench.db')}`,
+        PORT: '0',
+        LOG_LEVEL: 'error',
+        PROMPTLINE_CATALOG: catalogDir,
+        PROMPTLINE_MUTATIONS_PER_SECOND: '100000',
+        PROMPTLINE_MAX_PENDING_ADMISSIONS: '100000',
+        PROMPTLINE_MAX_PENDING_BYTES: String(1024 ** 3),
+        BENCH_KEY,
+      },
+      /GraphiQL at (http:\/\/\S+)\/graphql/,
+    )
+    return new PromptlineProcess(child, match[1]!, dir)
+  }
+
+  /** CPU time used so far, user + system. */
+  cpuMs(): number {
+    // fields 14 and 15 of /proc/<pid>/stat, counted after the command name's closing parenthesis
+    const fields = readFileSync(`/proc/${this.child.pid}/stat`, 'utf8').split(') ')[1]!.split(' ')
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS
+  }
+
+  rssMiB(): number {
+    const rss = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${this.child.pid}/status`, 'utf8'))
+    return rss ? Number(rss[1]) / 1024 : Number.NaN
+  }
+
+  /** SQL statements executed so far, counted by bench/count-sql.mjs inside the server. */
+  sqlStatements(): Promise<number> {
+    return new Promise<number>((resolve) => {
+      this.child.once('message', (m: { sql: number }) => resolve(m.sql))
+      this.child.send('sql')
+    })
+  }
+
+  async close(): Promise<void> {
+    await stop(this.child)
+    rmSync(this.dir, { recursive: true, force: true })
+  }
+}
