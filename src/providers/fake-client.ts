@@ -1,6 +1,6 @@
 import { GenerationError } from '../domain/errors.js'
+import { sleep } from '../domain/sleep.js'
 import type { GenerateEvent, GenerateRequest, ModelClient } from './model-client.js'
-import { sleep } from './sleep.js'
 
 /** A word with its following whitespace (leading whitespace is a token of its own). */
 const TOKEN = /^\s+|\S+\s*/g

@@ -2,9 +2,9 @@ import type { CapacityPools, Release } from '../capacity/capacity-pool.js'
 import type { Backend } from '../domain/catalog.js'
 import { CredentialsError, GenerationError, PromptlineError } from '../domain/errors.js'
 import type { ChatMessage, FailoverAttempt, Usage } from '../domain/records.js'
+import { sleep } from '../domain/sleep.js'
 import type { ModelClient } from '../providers/model-client.js'
 import { classifyVendorError, ProviderError } from '../providers/provider-error.js'
-import { sleep } from '../providers/sleep.js'
 import type { Candidate } from './prepare.js'
 
 export const DEFAULT_RETRY = { maxAttempts: 3, baseDelayMs: 250, maxDelayMs: 10_000 }
