@@ -1,20 +1,34 @@
 import { CapacityError } from '../domain/errors.js'
+import type { Logger } from '../domain/logger.js'
+import { sleep } from '../domain/sleep.js'
 
 export interface CapacityLimits {
   /** Runs holding a lease: from admission to their end. */
   maxAccepted: number
-  /** Model calls in flight. */
+  /** Model calls in flight: the ceiling of the adaptive limit. */
   maxActive: number
   /** Runs allowed to wait for a lease; past that they fail at once. */
   maxWaiting: number
 }
 
-export const DEFAULT_CAPACITY: CapacityLimits = { maxAccepted: 64, maxActive: 16, maxWaiting: 256 }
+/**
+ * High enough that the server is never what holds a backend back: the vendor's own limit is
+ * found by the adaptive limit (429 / overloaded halve it, successes grow it back).
+ */
+export const DEFAULT_CAPACITY: CapacityLimits = { maxAccepted: 10_000, maxActive: 1_000, maxWaiting: 10_000 }
 
 export interface CapacitySnapshot extends CapacityLimits {
   accepted: number
+  /** Model calls in flight now. */
   active: number
+  /** Runs waiting for a lease now. */
   waiting: number
+  /** The adaptive limit of model calls in flight, at most maxActive. */
+  activeLimit: number
+  /** Model calls waiting for the adaptive limit (or a vendor's retry-after) now. */
+  callsWaiting: number
+  /** Until when the vendor asked for no new calls (retry-after), if it did. */
+  pausedUntil: Date | null
 }
 
 /** Gives back what was taken; calling it again does nothing. */
@@ -25,11 +39,11 @@ interface Waiter {
   fail: (reason: unknown) => void
 }
 
-/** A FIFO semaphore whose waiters can leave by aborting. */
+/** A FIFO semaphore whose waiters can leave by aborting, and whose size can change. */
 class FifoSemaphore {
   used = 0
   readonly waiters: Waiter[] = []
-  constructor(private readonly size: number) {}
+  constructor(public size: number) {}
 
   /** Takes a slot now if one is free and nobody is ahead; else null. */
   tryTake(): Release | null {
@@ -58,12 +72,20 @@ class FifoSemaphore {
     })
   }
 
+  resize(size: number): void {
+    this.size = size
+    while (this.used < this.size && this.waiters.length > 0) {
+      this.used++
+      this.waiters.shift()!.grant()
+    }
+  }
+
   private releaser(): Release {
     let released = false
     return () => {
       if (released) return
       released = true
-      const next = this.waiters.shift()
+      const next = this.used <= this.size ? this.waiters.shift() : undefined
       if (next)
         next.grant() // the slot passes straight on, in arrival order
       else this.used--
@@ -74,15 +96,20 @@ class FifoSemaphore {
 /**
  * One backend's capacity: leases bound the runs accepted at once (waiting FIFO across
  * sessions, up to maxWaiting), permits bound the model calls in flight and are held only
- * around an actual call, so one backend's limits never starve another's.
+ * around an actual call, so one backend's limits never starve another's. The permits' limit
+ * adapts (AIMD): a vendor's 429 or overloaded answer halves it from the calls then in flight
+ * and pauses new calls for its retry-after; each success while the limit is what holds calls
+ * back grows it by one, up to maxActive.
  */
 export class CapacityPool {
   private readonly leases: FifoSemaphore
   private readonly permits: FifoSemaphore
+  private pausedUntil = 0
 
   constructor(
     readonly backendId: string,
     readonly limits: CapacityLimits,
+    private readonly logger: Logger,
   ) {
     this.leases = new FifoSemaphore(limits.maxAccepted)
     this.permits = new FifoSemaphore(limits.maxActive)
@@ -106,14 +133,55 @@ export class CapacityPool {
     return this.leases.wait(signal)
   }
 
-  /** A permit for one model call, FIFO. */
+  /** A permit for one model call, FIFO, after any pause the vendor asked for. */
   async permit(signal: AbortSignal): Promise<Release> {
     signal.throwIfAborted()
-    return this.permits.tryTake() ?? this.permits.wait(signal)
+    const release = this.permits.tryTake() ?? (await this.permits.wait(signal))
+    const pause = this.pausedUntil - Date.now()
+    if (pause > 0) {
+      try {
+        await sleep(pause, signal)
+      } catch (error) {
+        release()
+        throw error
+      }
+    }
+    return release
+  }
+
+  /** A call succeeded: grow the limit by one if it is what holds calls back. */
+  succeeded(): void {
+    const size = this.permits.size
+    if (size >= this.limits.maxActive || (this.permits.waiters.length === 0 && this.permits.used < size)) return
+    this.permits.resize(size + 1)
+    if (size + 1 === this.limits.maxActive)
+      this.logger.info('backend call limit restored', { backendId: this.backendId, activeLimit: size + 1 })
+  }
+
+  /** The vendor refused for load (429, overloaded): halve the limit and honour its retry-after. */
+  throttled(retryAfterMs: number | null): void {
+    const limit = Math.max(1, Math.floor(Math.min(this.permits.size, this.permits.used) / 2))
+    if (retryAfterMs !== null) this.pausedUntil = Math.max(this.pausedUntil, Date.now() + retryAfterMs)
+    if (limit < this.permits.size) this.permits.resize(limit)
+    this.logger.warn('backend throttled the calls; limit lowered', {
+      backendId: this.backendId,
+      activeLimit: this.permits.size,
+      active: this.permits.used,
+      callsWaiting: this.permits.waiters.length,
+      retryAfterMs,
+    })
   }
 
   snapshot(): CapacitySnapshot {
-    return { ...this.limits, accepted: this.leases.used, active: this.permits.used, waiting: this.leases.waiters.length }
+    return {
+      ...this.limits,
+      accepted: this.leases.used,
+      active: this.permits.used,
+      waiting: this.leases.waiters.length,
+      activeLimit: this.permits.size,
+      callsWaiting: this.permits.waiters.length,
+      pausedUntil: this.pausedUntil > Date.now() ? new Date(this.pausedUntil) : null,
+    }
   }
 }
 
@@ -121,10 +189,12 @@ export class CapacityPool {
 export class CapacityPools {
   private readonly pools = new Map<string, CapacityPool>()
 
+  constructor(private readonly logger: Logger) {}
+
   get(backend: { id: string; capacity?: Partial<CapacityLimits> | null }): CapacityPool {
     let pool = this.pools.get(backend.id)
     if (!pool) {
-      pool = new CapacityPool(backend.id, { ...DEFAULT_CAPACITY, ...backend.capacity })
+      pool = new CapacityPool(backend.id, { ...DEFAULT_CAPACITY, ...backend.capacity }, this.logger)
       this.pools.set(backend.id, pool)
     }
     return pool

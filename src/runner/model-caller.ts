@@ -96,6 +96,7 @@ export class ModelCaller {
           signal.throwIfAborted()
           // a stream ended early never reports usage: count the deltas that arrived
           this.charge(candidate, reported ?? { inputTokens: 0, outputTokens: deltas })
+          pool.succeeded()
           this.record(candidate, 'SUCCEEDED', null, performance.now() - started, attempt)
           this.current = index
           return { text, endedEarly }
@@ -109,6 +110,7 @@ export class ModelCaller {
               ? new ProviderError(error.message, 'FATAL', null, null, error.code)
               : classifyVendorError(error, candidate.backend.kind, candidate.credential.reveal())
           this.record(candidate, 'FAILED', failure.reason, performance.now() - started, attempt)
+          if (failure.reason === 'RATE_LIMITED' || failure.reason === 'OVERLOADED') pool.throttled(failure.retryAfterMs)
           if (deltas > 0) {
             this.charge(candidate, { inputTokens: 0, outputTokens: deltas })
             throw new GenerationError(`${failure.message} after ${deltas} tokens had been streamed; not retried, so no text is repeated`)

@@ -18,11 +18,22 @@ const CapacityRef = builder.objectRef<CapacitySnapshot>('BackendCapacity').imple
   description: "A backend's limits and their use right now.",
   fields: (t) => ({
     maxAccepted: t.exposeInt('maxAccepted', { description: 'Runs accepted at once (from admission to their end).' }),
-    maxActive: t.exposeInt('maxActive', { description: 'Model calls in flight at once.' }),
+    maxActive: t.exposeInt('maxActive', { description: 'The most model calls in flight at once: the ceiling of activeLimit.' }),
     maxWaiting: t.exposeInt('maxWaiting', { description: 'Runs allowed to wait for acceptance; past that, CAPACITY.' }),
     accepted: t.exposeInt('accepted', { description: 'Runs holding a lease now.' }),
     active: t.exposeInt('active', { description: 'Model calls in flight now.' }),
     waiting: t.exposeInt('waiting', { description: 'Runs waiting for a lease now.' }),
+    activeLimit: t.exposeInt('activeLimit', {
+      description:
+        'The adaptive limit of model calls in flight now: halved when the vendor answers 429 or overloaded, grown back by one per success while it holds calls back, up to maxActive.',
+    }),
+    callsWaiting: t.exposeInt('callsWaiting', { description: 'Model calls waiting for activeLimit now.' }),
+    pausedUntil: t.field({
+      type: 'DateTime',
+      nullable: true,
+      description: 'Until when the vendor asked for no new calls (its retry-after); null when it did not, or that time has passed.',
+      resolve: (c) => c.pausedUntil,
+    }),
   }),
 })
 

@@ -106,7 +106,7 @@ export async function createApp(options: AppOptions, secrets: SecretLookup, logg
       ...options.clients,
     }
     const clientFor = (backend: Backend): ModelClient => clients[backend.kind]
-    const capacity = new CapacityPools()
+    const capacity = new CapacityPools(logger)
     const times = { ...DEFAULT_DURABILITY_TIMES, ...options.durability }
     // a lease lapses as a dead owner's runs go stale, so both move on together
     const ownership = link

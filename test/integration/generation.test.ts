@@ -42,6 +42,7 @@ backends:
     retry: ${retry}
     prices: { claude-test: { inputPerMillion: 3, outputPerMillion: 15 } }
   - { id: oa-serial, kind: OPENAI, baseUrl: "${openai.baseUrl}", credentialEnv: OA_KEY, capacity: { maxActive: 1 } }
+  - { id: oa-adaptive, kind: OPENAI, baseUrl: "${openai.baseUrl}", credentialEnv: OA_KEY, retry: ${retry}, capacity: { maxActive: 8 } }
   - { id: oa-tight, kind: OPENAI, baseUrl: "${openai.baseUrl}", credentialEnv: OA_KEY, capacity: { maxAccepted: 1, maxWaiting: 1 } }
 profiles:
   - { id: fake-echo, backendId: fake, model: echo }
@@ -53,6 +54,7 @@ profiles:
   - { id: all-keyless, backendId: oa, model: gpt-test, credentialEnv: MISSING_KEY, candidates: [keyless-too] }
   - { id: serial, backendId: oa-serial, model: gpt-test }
   - { id: tight, backendId: oa-tight, model: gpt-test }
+  - { id: adaptive, backendId: oa-adaptive, model: gpt-test }
   - { id: an-second, backendId: an, model: claude-second }
 prompts:
   - id: race
@@ -249,6 +251,27 @@ describe.each(providers)('generation with real vendor clients (%s)', (provider) 
     expect(openai.requests.length).toBe(requestsBefore)
     const after = (await t.request(BackendCapacityDocument)).data!.backends.find((x) => x.id === 'oa-tight')!
     expect(after.capacity).toMatchObject({ accepted: 0, active: 0, waiting: 0 })
+  })
+
+  it("lowers a backend's call limit on a vendor 429, shows it, and grows it back under load", async () => {
+    const adaptive = async () => (await t.request(BackendCapacityDocument)).data!.backends.find((x) => x.id === 'oa-adaptive')!.capacity
+    expect(await adaptive()).toMatchObject({ maxActive: 8, activeLimit: 8 })
+    openai.script({ status: 429, retryAfter: '0', errorMessage: 'slow down' })
+    const { run: throttled } = await run({ input: 'after a 429', profileId: 'adaptive' })
+    expect(throttled).toMatchObject({ status: 'COMPLETED', output: 'after a 429' })
+    expect(throttled.failoverAttempts.map((a) => a.errorCode)).toEqual(['RATE_LIMITED', null])
+    // halved from the one call in flight (to 1), then one success while it held calls back
+    expect(await adaptive()).toMatchObject({ maxActive: 8, activeLimit: 2, active: 0, callsWaiting: 0 })
+
+    openai.defaults = { delayMs: 10 }
+    try {
+      const sessions = await Promise.all([1, 2, 3, 4].map((i) => createSession(t, `adaptive-${i}`)))
+      const entries = await Promise.all(sessions.map((s) => enqueue(t, { sessionId: s, input: 'a b c d e', profileId: 'adaptive' })))
+      await Promise.all(entries.map((e, i) => waitForEntry(t, sessions[i]!, e.queueId, ['COMPLETED'])))
+    } finally {
+      openai.defaults = {}
+    }
+    expect((await adaptive()).activeLimit).toBeGreaterThanOrEqual(4)
   })
 
   it('repairs an invalid JSON answer once and completes valid', async () => {
