@@ -1,4 +1,4 @@
-import Anthropic from '@anthropic-ai/sdk'
+import type Anthropic from '@anthropic-ai/sdk'
 import type { ChatMessage } from '../domain/records.js'
 import { ClientCache } from './client-cache.js'
 import type { GenerateEvent, GenerateRequest, ModelClient } from './model-client.js'
@@ -26,11 +26,10 @@ export class AnthropicModelClient implements ModelClient {
 
   async *generate(request: GenerateRequest, signal: AbortSignal): AsyncIterable<GenerateEvent> {
     const apiKey = request.credential.reveal() ?? ''
-    const client = this.clients.get(
-      request.endpoint,
-      apiKey,
-      () => new Anthropic({ apiKey, baseURL: request.endpoint ?? undefined, maxRetries: 0, timeout: 10 * 60_000 }),
-    )
+    const client = await this.clients.get(request.endpoint, apiKey, async () => {
+      const { default: Anthropic } = await import('@anthropic-ai/sdk')
+      return new Anthropic({ apiKey, baseURL: request.endpoint ?? undefined, maxRetries: 0, timeout: 10 * 60_000 })
+    })
     const { settings } = request
     const { system, turns } = toAnthropicMessages(request.messages)
     const body = {

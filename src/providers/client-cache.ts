@@ -2,13 +2,14 @@ import { createHash } from 'node:crypto'
 
 /**
  * Vendor SDK clients keep connection pools, so one is reused per (endpoint, key). Keyed by a
- * hash, never the key itself; bounded, oldest dropped first.
+ * hash, never the key itself; bounded, oldest dropped first. `create` may load the SDK, so a
+ * server that never calls a vendor never loads (or holds the memory of) its SDK.
  */
 export class ClientCache<T> {
-  private readonly clients = new Map<string, T>()
+  private readonly clients = new Map<string, Promise<T>>()
   constructor(private readonly max = 64) {}
 
-  get(endpoint: string | null, apiKey: string, create: () => T): T {
+  get(endpoint: string | null, apiKey: string, create: () => Promise<T>): Promise<T> {
     const key = createHash('sha256')
       .update(`${endpoint ?? ''}\u0000${apiKey}`)
       .digest('hex')

@@ -1,4 +1,4 @@
-import OpenAI from 'openai'
+import type OpenAI from 'openai'
 import { ClientCache } from './client-cache.js'
 import type { GenerateEvent, GenerateRequest, ModelClient } from './model-client.js'
 import { classifyVendorError } from './provider-error.js'
@@ -13,11 +13,10 @@ export class OpenAIModelClient implements ModelClient {
 
   async *generate(request: GenerateRequest, signal: AbortSignal): AsyncIterable<GenerateEvent> {
     const apiKey = request.credential.reveal() ?? ''
-    const client = this.clients.get(
-      request.endpoint,
-      apiKey,
-      () => new OpenAI({ apiKey, baseURL: request.endpoint ?? undefined, maxRetries: 0, timeout: 10 * 60_000 }),
-    )
+    const client = await this.clients.get(request.endpoint, apiKey, async () => {
+      const { default: OpenAI } = await import('openai')
+      return new OpenAI({ apiKey, baseURL: request.endpoint ?? undefined, maxRetries: 0, timeout: 10 * 60_000 })
+    })
     const { settings } = request
     const body = {
       model: request.model,
