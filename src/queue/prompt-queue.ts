@@ -273,6 +273,7 @@ export class PromptQueue {
     if (queue.active) await this.cancel(tenantId, sessionId, queue.active.entry.queueId)
     queue.deleting = true
     await this.deps.saves.flush()
+    await this.deps.bus.flush() // the cancels' events are written before the log is deleted
   }
 
   /** Another instance took the session over: stop its run here (its new owner ends it) and forget it. */

@@ -141,7 +141,7 @@ builder.mutationFields((t) => ({
   deleteSession: t.field({
     type: DeleteSessionPayload,
     description:
-      'Cancels the whole queue of the session (aborting its running entry), then deletes it and its messages. Runs stay as records.',
+      'Cancels the whole queue of the session (aborting its running entry), then deletes it, its messages and its event log. Runs stay as records.',
     errors: { types: [NotFoundError] },
     args: { id: t.arg.id({ required: true, description: 'The session to delete.' }) },
     resolve: async (_root, { id }, ctx) => ({ deletedId: await ctx.services.sessions.delete(ctx.tenantId, String(id)) }),

@@ -85,8 +85,12 @@ export class SessionStore {
   }
 
   /** Deletes the session with its messages and queue entries; runs and events stay as records. */
+  /** Deletes the session with its event log (its entries and messages go by cascade; runs stay). */
   async delete(tenantId: string, id: string): Promise<boolean> {
-    const { count } = await this.db.session.deleteMany({ where: { tenantId, id } })
+    const [, { count }] = await this.db.$transaction([
+      this.db.runEvent.deleteMany({ where: { tenantId, sessionId: id } }),
+      this.db.session.deleteMany({ where: { tenantId, id } }),
+    ])
     return count > 0
   }
 
