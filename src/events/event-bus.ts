@@ -22,6 +22,8 @@ interface Stream {
   held: SessionEvent[] | null
   /** The commit in progress, if any. */
   committing: Promise<void> | null
+  /** Whether any of its events may be in the store; false for a session created here until one is written. */
+  stored: boolean
 }
 
 export interface EventBusOptions {
@@ -40,6 +42,10 @@ export const DEFAULT_EVENT_BUS_OPTIONS: EventBusOptions = {
   batchSize: 500,
   sequenceBlock: 1000,
   subscriberBuffer: 10_000,
+}
+
+function newStream(next: number, ceiling: number, stored: boolean): Stream {
+  return { next, ceiling, raising: false, unwritten: [], held: null, committing: null, stored }
 }
 
 /** A subscriber fell too far behind; it may resubscribe with the last sequence it saw. */
@@ -70,7 +76,9 @@ export class SessionEventBus {
     this.relay = link && new EventRelay(link, (event) => this.notifyHere(event))
     this.writer = new EventWriter(events, logger, options, (event) => {
       const stream = this.streams.get(sessionTopic(event.tenantId, event.sessionId))
-      if (stream?.unwritten[0] === event) stream.unwritten.shift()
+      if (!stream) return
+      stream.stored = true
+      if (stream.unwritten[0] === event) stream.unwritten.shift()
     })
   }
 
@@ -90,8 +98,20 @@ export class SessionEventBus {
     const next = Math.max(ceiling, persisted) + 1
     const reserved = next + this.options.sequenceBlock - 1
     await this.sessions.raiseSequenceCeiling(tenantId, sessionId, reserved)
-    if (!this.streams.has(key))
-      this.streams.set(key, { next, ceiling: reserved, raising: false, unwritten: [], held: null, committing: null })
+    if (!this.streams.has(key)) this.streams.set(key, newStream(next, reserved, true))
+  }
+
+  /** The sequence ceiling a new session's row is created with: its first block, reserved with the row. */
+  get firstCeiling(): number {
+    return this.options.sequenceBlock
+  }
+
+  /**
+   * Opens the stream of a session just created here, whose row reserved `firstCeiling`: nothing
+   * to read, and nothing to replay from the store until one of its events is written.
+   */
+  openCreated(tenantId: string, sessionId: string): void {
+    this.streams.set(sessionTopic(tenantId, sessionId), newStream(1, this.options.sequenceBlock, false))
   }
 
   /** Forgets a session's stream (deleted, or now numbered by another instance). */
@@ -133,6 +153,7 @@ export class SessionEventBus {
     try {
       await this.flush()
       written = await write(events)
+      if (written) stream.stored = true
       return written
     } finally {
       const key = sessionTopic(tenantId, sessionId)
@@ -262,7 +283,7 @@ export class SessionEventBus {
               if (page.length < 500) break
             }
           }
-          await replay()
+          if (stream?.stored !== false) await replay()
           // another instance numbers this session: what it published before we heard it is written
           // within a flush interval, so read once more after that
           if (!stream && this.relay) {

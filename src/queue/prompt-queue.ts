@@ -292,6 +292,16 @@ export class PromptQueue {
     this.forget(tenantId, sessionId)
   }
 
+  /** The event sequence ceiling a new session's row reserves, so `created` needs no read. */
+  get firstSequenceCeiling(): number {
+    return this.deps.bus.firstCeiling
+  }
+
+  /** A session this process just created: alone on the database, its queue and stream start empty, unread. */
+  created(tenantId: string, sessionId: string): void {
+    if (!this.deps.shared) this.queues.created(tenantId, sessionId)
+  }
+
   /** Forgets a deleted (or lost) session. */
   forget(tenantId: string, sessionId: string): void {
     this.queues.forget(tenantId, sessionId)

@@ -31,6 +31,14 @@ export class SessionQueues {
     return loading
   }
 
+  /** A session created here just now: its queue starts empty and its stream fresh, with no read. */
+  created(tenantId: string, sessionId: string): void {
+    this.bus.openCreated(tenantId, sessionId)
+    const queue = new SessionQueue(tenantId, sessionId, 1)
+    queue.terminalCount = 0
+    this.loaded.set(sessionKey(tenantId, sessionId), Promise.resolve(queue))
+  }
+
   /** The queue if it was ever loaded, without loading it. */
   peek(tenantId: string, sessionId: string): Promise<SessionQueue> | undefined {
     return this.loaded.get(sessionKey(tenantId, sessionId))

@@ -54,8 +54,10 @@ export class SessionService {
         defaultProfileId: parsed.defaultProfileId ?? null,
         metadata: parsed.metadata ?? null,
         keepHistory: parsed.keepHistory ?? true,
+        sequenceCeiling: this.queue.firstSequenceCeiling,
       })
       this.memory.remember(session)
+      this.queue.created(tenantId, id)
       return session
     } catch (error) {
       if (isUniqueViolation(error)) throw InvalidRequestError.at('input.id', `a session '${id}' already exists`)

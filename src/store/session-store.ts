@@ -53,6 +53,8 @@ export class SessionStore {
     defaultProfileId: string | null
     metadata: unknown
     keepHistory: boolean
+    /** Event sequences reserved with the row. */
+    sequenceCeiling: number
   }): Promise<SessionRecord> {
     const row = await this.db.session.create({
       data: {
@@ -62,6 +64,7 @@ export class SessionStore {
         defaultProfileId: input.defaultProfileId,
         metadata: (input.metadata ?? undefined) as Prisma.InputJsonValue | undefined,
         keepHistory: input.keepHistory,
+        sequenceCeiling: input.sequenceCeiling,
       },
       select: sessionSelect,
     })

@@ -19,6 +19,7 @@ describe.each(providers)('records written by the store read back the same (%s)',
       defaultProfileId: null,
       metadata: { nested: [1, { a: null }] },
       keepHistory: true,
+      sequenceCeiling: 0,
     })
   })
   afterAll(async () => {
