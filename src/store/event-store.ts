@@ -1,6 +1,7 @@
 import type { Prisma } from '@db/client'
 import type { SessionEvent } from '../domain/events.js'
 import type { Db } from './database.js'
+import type { GroupCommit } from './group-commit.js'
 import type { RawWriter } from './raw-writer.js'
 
 const select = {
@@ -33,11 +34,15 @@ const ROWS_PER_STATEMENT = 200
 export class EventStore {
   constructor(
     private readonly db: Db,
-    private readonly raw: RawWriter,
+    private readonly writes: GroupCommit,
   ) {}
 
   /** Writes a batch in few statements (the raw writer: this is the busiest table), in a transaction when given one. */
-  async append(events: readonly SessionEvent[], raw: RawWriter = this.raw): Promise<void> {
+  append(events: readonly SessionEvent[], raw?: RawWriter): Promise<void> {
+    return raw ? this.insert(events, raw) : this.writes.write((shared) => this.insert(events, shared))
+  }
+
+  private async insert(events: readonly SessionEvent[], raw: RawWriter): Promise<void> {
     const rows = events.map(({ tenantId, sessionId, sequence, runId, at, type, ...payload }) => ({
       tenantId,
       sessionId,

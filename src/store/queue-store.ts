@@ -1,7 +1,7 @@
 import type { Prisma } from '@db/client'
 import { type EntryStatus, type QueueEntryRecord, type RunRequest, TERMINAL_ENTRY_STATUSES } from '../domain/records.js'
 import type { Db } from './database.js'
-import type { RawWriter } from './raw-writer.js'
+import type { GroupCommit } from './group-commit.js'
 
 const select = {
   id: true,
@@ -78,7 +78,7 @@ export function entryData(entry: QueueEntryRecord) {
 export class QueueStore {
   constructor(
     private readonly db: Db,
-    private readonly raw: RawWriter,
+    private readonly writes: GroupCommit,
   ) {}
 
   insert(entry: QueueEntryRecord): Promise<void> {
@@ -92,12 +92,13 @@ export class QueueStore {
       queuedAt: new Date(entry.queuedAt),
       ...entryData(entry),
     }
-    return this.raw.insert('QueueEntry', [row], JSON_COLUMNS)
+    return this.writes.write((raw) => raw.insert('QueueEntry', [row], JSON_COLUMNS))
   }
 
   /** Writes the entry's mutable fields; a no-op when the entry (or its session) is gone. */
   async update(entry: QueueEntryRecord): Promise<void> {
-    await this.raw.update('QueueEntry', { column: 'id', value: entry.queueId }, entryData(entry), JSON_COLUMNS)
+    const data = entryData(entry)
+    await this.writes.write((raw) => raw.update('QueueEntry', { column: 'id', value: entry.queueId }, data, JSON_COLUMNS))
   }
 
   /** The entry admitted with this idempotency key, if any. */

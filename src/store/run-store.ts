@@ -10,7 +10,7 @@ import type {
   TerminalReason,
 } from '../domain/records.js'
 import type { Db } from './database.js'
-import type { RawWriter } from './raw-writer.js'
+import type { GroupCommit } from './group-commit.js'
 
 const select = {
   id: true,
@@ -102,29 +102,26 @@ export function runData(run: RunRecord) {
 export class RunStore {
   constructor(
     private readonly db: Db,
-    private readonly raw: RawWriter,
+    private readonly writes: GroupCommit,
   ) {}
 
   /** Writes the run as it is now, unless it has ended meanwhile (a reaper's end is never overwritten). */
   async update(run: RunRecord): Promise<void> {
-    await this.raw.update('Run', { column: 'id', value: run.id }, runData(run), JSON_COLUMNS, () => RUN_IS_LIVE)
+    const data = runData(run)
+    await this.writes.write((raw) => raw.update('Run', { column: 'id', value: run.id }, data, JSON_COLUMNS, () => RUN_IS_LIVE))
   }
 
   /** Marks a live run alive (and when it last progressed); false when it has ended meanwhile (a reaper ended it). */
   async heartbeat(id: string, at: Date, lastProgressAt: Date): Promise<boolean> {
-    const changed = await this.raw.update(
-      'Run',
-      { column: 'id', value: id },
-      { heartbeatAt: at, lastProgressAt },
-      undefined,
-      () => RUN_IS_LIVE,
+    const changed = await this.writes.write((raw) =>
+      raw.update('Run', { column: 'id', value: id }, { heartbeatAt: at, lastProgressAt }, undefined, () => RUN_IS_LIVE),
     )
     return changed > 0
   }
 
   /** Sets or clears the marker of an open model call. */
   async markInFlight(id: string, since: Date | null): Promise<void> {
-    await this.raw.update('Run', { column: 'id', value: id }, { inFlightSince: since }, undefined, () => RUN_IS_LIVE)
+    await this.writes.write((raw) => raw.update('Run', { column: 'id', value: id }, { inFlightSince: since }, undefined, () => RUN_IS_LIVE))
   }
 
   /**

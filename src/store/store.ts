@@ -1,5 +1,6 @@
 import { type Database, openDatabase } from './database.js'
 import { EventStore } from './event-store.js'
+import { GroupCommit } from './group-commit.js'
 import { migrate, pendingMigrations } from './migrator.js'
 import { ProfileStore } from './profile-store.js'
 import { PromptStore } from './prompt-store.js'
@@ -23,11 +24,11 @@ export class Store {
     this.prompts = new PromptStore(database.db)
     this.profiles = new ProfileStore(database.db)
     this.sessions = new SessionStore(database.db)
-    const raw = new RawWriter(database.db, database.provider)
-    this.entries = new QueueStore(database.db, raw)
-    this.runs = new RunStore(database.db, raw)
-    this.events = new EventStore(database.db, raw)
-    this.ledger = new RunLedger(database.db, raw, this.events)
+    const writes = new GroupCommit(database.db, new RawWriter(database.db, database.provider))
+    this.entries = new QueueStore(database.db, writes)
+    this.runs = new RunStore(database.db, writes)
+    this.events = new EventStore(database.db, writes)
+    this.ledger = new RunLedger(writes, this.events)
   }
 
   get provider() {
