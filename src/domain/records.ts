@@ -153,6 +153,8 @@ export interface RunRecord {
   firstTokenAt: string | null
   finishedAt: string | null
   heartbeatAt: string | null
+  /** Since when a model call of the run is open; null between calls (the reaper grants such a run a grace). */
+  inFlightSince: string | null
   errorCode: string | null
   errorMessage: string | null
   terminalReason: TerminalReason | null

@@ -83,6 +83,7 @@ export class RunRecorder {
       firstTokenAt: null,
       finishedAt: null,
       heartbeatAt: now(),
+      inFlightSince: null,
       errorCode: null,
       errorMessage: null,
       terminalReason: null,
@@ -121,8 +122,10 @@ export class RunRecorder {
     if (--this.openCalls === 0) this.markInFlight(null)
   }
 
+  /** Written with the row, so it usually shares the statement of the RUNNING status saved just before. */
   private markInFlight(since: Date | null): void {
-    this.deps.saves.enqueue(this.run.id, () => this.deps.runs.markInFlight(this.run.id, since), 'in-flight')
+    this.run.inFlightSince = since && since.toISOString()
+    this.save()
   }
 
   /** Queues a write of the whole row as it is now (a newer one replaces a queued one); returns what it writes. */
@@ -157,6 +160,7 @@ export class RunRecorder {
       errorCode: ending.errorCode,
       errorMessage: ending.errorMessage,
       finishedAt: now(),
+      inFlightSince: null,
     } satisfies Partial<RunRecord>)
     const endedEntry = endEntry({ ...entry }, ended, ending.unappliedSteerIds)
     const events: SessionEventData[] = [

@@ -38,6 +38,7 @@ const select = {
   firstTokenAt: true,
   finishedAt: true,
   heartbeatAt: true,
+  inFlightSince: true,
   errorCode: true,
   errorMessage: true,
   terminalReason: true,
@@ -61,6 +62,7 @@ function toRecord(row: Row): RunRecord {
     firstTokenAt: iso(row.firstTokenAt),
     finishedAt: iso(row.finishedAt),
     heartbeatAt: iso(row.heartbeatAt),
+    inFlightSince: iso(row.inFlightSince),
   }
 }
 
@@ -92,6 +94,7 @@ export function runData(run: RunRecord) {
     firstTokenAt: date(run.firstTokenAt),
     finishedAt: date(run.finishedAt),
     heartbeatAt: date(run.heartbeatAt),
+    inFlightSince: date(run.inFlightSince),
     errorCode: run.errorCode,
     errorMessage: run.errorMessage,
     terminalReason: run.terminalReason,
@@ -117,11 +120,6 @@ export class RunStore {
       raw.update('Run', { column: 'id', value: id }, { heartbeatAt: at, lastProgressAt }, undefined, () => RUN_IS_LIVE),
     )
     return changed > 0
-  }
-
-  /** Sets or clears the marker of an open model call. */
-  async markInFlight(id: string, since: Date | null): Promise<void> {
-    await this.writes.write((raw) => raw.update('Run', { column: 'id', value: id }, { inFlightSince: since }, undefined, () => RUN_IS_LIVE))
   }
 
   /**

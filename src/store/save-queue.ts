@@ -31,8 +31,9 @@ export class SaveQueue {
   }
 
   private async drain(key: string): Promise<void> {
-    // let the caller finish its synchronous work first: a burst of updates collapses into one
-    await Promise.resolve()
+    // let this turn of the event loop finish first: a burst of updates (a status, then the
+    // in-flight marker of the call it opens) collapses into one
+    await new Promise(setImmediate)
     for (;;) {
       const task = this.pending.get(key)?.shift()
       if (!task) break
