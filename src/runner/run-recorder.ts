@@ -124,7 +124,7 @@ export class RunRecorder {
 
   /** Written with the row, so it usually shares the statement of the RUNNING status saved just before. */
   private markInFlight(since: Date | null): void {
-    this.run.inFlightSince = since && since.toISOString()
+    this.run.inFlightSince = since?.toISOString() ?? null
     this.save()
   }
 
