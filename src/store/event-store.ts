@@ -2,7 +2,7 @@ import type { Prisma } from '@db/client'
 import type { SessionEvent } from '../domain/events.js'
 import type { Db } from './database.js'
 import type { GroupCommit } from './group-commit.js'
-import type { RawWriter } from './raw-writer.js'
+import type { Writer } from './raw-writer.js'
 
 const select = {
   tenantId: true,
@@ -27,9 +27,6 @@ const toEvent = (row: Row): SessionEvent =>
   }) as SessionEvent
 
 const JSON_COLUMNS = new Set(['payload'])
-/** Rows per INSERT statement: keeps the parameter count under SQLite's and PostgreSQL's limits. */
-const ROWS_PER_STATEMENT = 200
-
 /** The persisted event log of session streams. */
 export class EventStore {
   constructor(
@@ -38,11 +35,11 @@ export class EventStore {
   ) {}
 
   /** Writes a batch in few statements (the raw writer: this is the busiest table), in a transaction when given one. */
-  append(events: readonly SessionEvent[], raw?: RawWriter): Promise<void> {
+  append(events: readonly SessionEvent[], raw?: Writer): Promise<void> {
     return raw ? this.insert(events, raw) : this.writes.write((shared) => this.insert(events, shared))
   }
 
-  private async insert(events: readonly SessionEvent[], raw: RawWriter): Promise<void> {
+  private async insert(events: readonly SessionEvent[], raw: Writer): Promise<void> {
     const rows = events.map(({ tenantId, sessionId, sequence, runId, at, type, ...payload }) => ({
       tenantId,
       sessionId,
@@ -52,8 +49,7 @@ export class EventStore {
       at: new Date(at),
       payload,
     }))
-    for (let i = 0; i < rows.length; i += ROWS_PER_STATEMENT)
-      await raw.insert('RunEvent', rows.slice(i, i + ROWS_PER_STATEMENT), JSON_COLUMNS)
+    await raw.insert('RunEvent', rows, JSON_COLUMNS)
   }
 
   /** Events of a session after `afterSequence`, in order, at most `limit`. */

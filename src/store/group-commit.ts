@@ -1,8 +1,8 @@
 import type { Db } from './database.js'
-import type { RawWriter } from './raw-writer.js'
+import type { RawWriter, Writer } from './raw-writer.js'
 
 interface Pending {
-  write: (raw: RawWriter) => Promise<unknown>
+  write: (raw: Writer) => Promise<unknown>
   atomic: boolean
   resolve: (value: unknown) => void
   reject: (error: unknown) => void
@@ -28,7 +28,7 @@ export class GroupCommit {
     private readonly raw: RawWriter,
   ) {}
 
-  write<T>(write: (raw: RawWriter) => Promise<T>, atomic = false): Promise<T> {
+  write<T>(write: (raw: Writer) => Promise<T>, atomic = false): Promise<T> {
     return new Promise<T>((resolve, reject) => {
       this.queue.push({ write, atomic, resolve: resolve as (value: unknown) => void, reject })
       if (this.draining) return

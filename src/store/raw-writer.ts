@@ -1,8 +1,26 @@
 import type { Db, Provider } from './database.js'
 
-type Row = Record<string, unknown>
+export type Row = Record<string, unknown>
 /** The client or an open transaction: anything that runs a raw statement. */
 export type RawExecutor = Pick<Db, '$executeRawUnsafe'>
+/** An UPDATE's extra condition: SQL from the store's own code; `param` adds a bound value. */
+export type Condition = (param: (value: unknown) => string) => string
+
+/** What a write does to the database: multi-row inserts and conditional updates. */
+export interface Writer {
+  insert(table: string, rows: readonly Row[], json?: ReadonlySet<string>): Promise<void>
+  /** Updates the row with `key` while `condition` holds; resolves to how many rows changed. */
+  update(
+    table: string,
+    key: { column: string; value: unknown },
+    values: Row,
+    json?: ReadonlySet<string>,
+    condition?: Condition | null,
+  ): Promise<number>
+}
+
+/** Bound values per statement: under SQLite's (32 766) and PostgreSQL's (65 535) limits. */
+const PARAMS_PER_STATEMENT = 30_000
 
 /**
  * Plain parameterized INSERT/UPDATE for the rows written on every run (runs, queue entries,
@@ -11,7 +29,7 @@ export type RawExecutor = Pick<Db, '$executeRawUnsafe'>
  * come from the store's own code, never from input. Dates go as Date objects and JSON as text,
  * so the adapters store them exactly as Prisma's typed writes do.
  */
-export class RawWriter {
+export class RawWriter implements Writer {
   constructor(
     private readonly db: RawExecutor,
     private readonly provider: Provider,
@@ -32,8 +50,14 @@ export class RawWriter {
     return JSON.stringify(value)
   }
 
+  /** Inserts rows of one shape, in as few statements as the parameter limit allows. */
   async insert(table: string, rows: readonly Row[], json: ReadonlySet<string> = new Set()): Promise<void> {
     if (rows.length === 0) return
+    const perStatement = Math.max(1, Math.floor(PARAMS_PER_STATEMENT / Object.keys(rows[0]!).length))
+    for (let i = 0; i < rows.length; i += perStatement) await this.insertOnce(table, rows.slice(i, i + perStatement), json)
+  }
+
+  private async insertOnce(table: string, rows: readonly Row[], json: ReadonlySet<string>): Promise<void> {
     const columns = Object.keys(rows[0]!)
     const args: unknown[] = []
     const tuples = rows.map(
@@ -51,16 +75,12 @@ export class RawWriter {
     )
   }
 
-  /**
-   * Updates the row with `key`, only while `condition` holds (SQL from the store's own code; its
-   * `param` adds a bound value); returns how many rows changed.
-   */
   update(
     table: string,
     key: { column: string; value: unknown },
     values: Row,
     json: ReadonlySet<string> = new Set(),
-    condition: ((param: (value: unknown) => string) => string) | null = null,
+    condition: Condition | null = null,
   ): Promise<number> {
     const args: unknown[] = []
     const sets = Object.entries(values).map(([c, v]) => {
