@@ -1,5 +1,6 @@
 import type { Db } from './database.js'
 import type { RawWriter, Writer } from './raw-writer.js'
+import { RoundWriter } from './round-writer.js'
 
 interface Pending {
   write: (raw: Writer) => Promise<unknown>
@@ -15,9 +16,10 @@ const MAX_WRITES = 256
  * Group commit for the writes every run makes (queue entries, runs, events, a run's start and
  * end): what is submitted while a transaction is being written goes, in submission order, into
  * the next one, so under load runs share transactions and their BEGIN/COMMIT instead of each
- * paying its own; alone, a write waits for no timer. A write that needs several statements to
- * land together is one function, marked atomic. When a shared transaction fails (one write was
- * refused), each of its writes is tried again alone, so only the refused one's caller sees it.
+ * paying its own, and their inserts share multi-row statements (`RoundWriter`); alone, a write
+ * waits for no timer. A write that needs several statements to land together is one function,
+ * marked atomic. When a shared transaction fails (one write was refused), each of its writes is
+ * tried again alone, so only the refused one's caller sees it.
  */
 export class GroupCommit {
   private readonly queue: Pending[] = []
@@ -48,19 +50,27 @@ export class GroupCommit {
   }
 
   private async together(batch: Pending[]): Promise<void> {
-    let results: unknown[]
+    let results: PromiseSettledResult<unknown>[]
     try {
       results = await this.db.$transaction(async (tx) => {
         const raw = this.raw.in(tx)
-        const out: unknown[] = []
-        for (const pending of batch) out.push(await pending.write(raw))
-        return out
+        const round = new RoundWriter()
+        const outcomes = Promise.allSettled(batch.map((pending) => pending.write(round)))
+        for (;;) {
+          // every write goes as far as it can (gathering rows, or waiting for an update's count)
+          await new Promise(setImmediate)
+          if (round.idle) break
+          await round.send(raw)
+        }
+        const settled = await outcomes
+        if (settled.some((s) => s.status === 'rejected')) throw new Error('a write of the shared transaction failed')
+        return settled
       })
     } catch {
       for (const pending of batch) await this.alone(pending)
       return
     }
-    for (const [i, pending] of batch.entries()) pending.resolve(results[i])
+    for (const [i, pending] of batch.entries()) pending.resolve((results[i] as PromiseFulfilledResult<unknown>).value)
   }
 
   private alone(pending: Pending): Promise<void> {

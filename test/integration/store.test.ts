@@ -186,4 +186,40 @@ describe.each(providers)('records written by the store read back the same (%s)',
     expect(await store.sessions.messages('t', 's')).toHaveLength(1)
     expect(await store.events.forRun('t', 'run-1', 450, 10)).toEqual([finished])
   })
+
+  it('lets writes submitted together share a transaction, each with its own outcome, a refused one failing alone', async () => {
+    const base = (await store.entries.find('t', 's', 'q-1'))!
+    const entry = (id: string, queueSequence: number): QueueEntryRecord => ({
+      ...base,
+      queueId: id,
+      queueSequence,
+      idempotencyKey: 'same-key',
+    })
+    const event = (sequence: number): SessionEvent => ({ ...delta, sequence })
+    const delta: SessionEvent = {
+      type: 'TOKEN_DELTA',
+      text: 'x',
+      attempt: 0,
+      candidate: null,
+      tenantId: 't',
+      sessionId: 's',
+      runId: 'run-1',
+      sequence: 0,
+      at: at(7),
+    }
+    // no await in between: these go to the database together
+    const [kept, refused, events, lateEnd] = await Promise.allSettled([
+      store.entries.insert(entry('q-kept', 10)),
+      store.entries.insert(entry('q-refused', 11)), // the same idempotency key: refused by the unique index
+      store.events.append([event(500), event(501)]),
+      store.ledger.finish({ run: { ...run, status: 'FAILED' }, entry: null, messages: [], events: [event(502)] }),
+    ])
+    expect(kept.status).toBe('fulfilled')
+    expect(refused.status).toBe('rejected')
+    expect(events.status).toBe('fulfilled')
+    expect(lateEnd).toEqual({ status: 'fulfilled', value: false }) // the run had ended: nothing of it written
+    expect(await store.entries.find('t', 's', 'q-kept')).toMatchObject({ queueId: 'q-kept' })
+    expect(await store.entries.find('t', 's', 'q-refused')).toBeNull()
+    expect((await store.events.after('t', 's', 499, 10)).map((e) => e.sequence)).toEqual([500, 501])
+  })
 })

@@ -1,0 +1,62 @@
+import type { Condition, RawWriter, Row, Writer } from './raw-writer.js'
+
+interface PendingUpdate {
+  table: string
+  key: { column: string; value: unknown }
+  values: Row
+  json: ReadonlySet<string> | undefined
+  condition: Condition | null | undefined
+  resolve: (changed: number) => void
+}
+
+interface InsertGroup {
+  table: string
+  rows: Row[]
+  json: ReadonlySet<string> | undefined
+}
+
+/**
+ * The writer the writes of one shared transaction go through, so that many runs' rows cost few
+ * statements: inserts are gathered and go out as one multi-row statement per table and shape;
+ * updates wait for the round, then run one by one in submission order, each write seeing its own
+ * update's count before it goes on. A round sends what is gathered — inserts first, so an update
+ * submitted with the insert of its row finds it — and the writes then go on to their next step.
+ */
+export class RoundWriter implements Writer {
+  private readonly inserts = new Map<string, InsertGroup>()
+  private updates: PendingUpdate[] = []
+
+  insert(table: string, rows: readonly Row[], json?: ReadonlySet<string>): Promise<void> {
+    if (rows.length === 0) return Promise.resolve()
+    const shape = `${table}(${Object.keys(rows[0]!).join(',')})`
+    const group = this.inserts.get(shape)
+    if (group) group.rows.push(...rows)
+    else this.inserts.set(shape, { table, rows: [...rows], json })
+    return Promise.resolve()
+  }
+
+  update(
+    table: string,
+    key: { column: string; value: unknown },
+    values: Row,
+    json?: ReadonlySet<string>,
+    condition?: Condition | null,
+  ): Promise<number> {
+    return new Promise((resolve) => this.updates.push({ table, key, values, json, condition, resolve }))
+  }
+
+  /** Nothing gathered: every write is done (or waits for something else). */
+  get idle(): boolean {
+    return this.inserts.size === 0 && this.updates.length === 0
+  }
+
+  /** Sends what is gathered through `raw`. A statement that fails fails the round (and so the transaction). */
+  async send(raw: RawWriter): Promise<void> {
+    const inserts = [...this.inserts.values()]
+    this.inserts.clear()
+    for (const { table, rows, json } of inserts) await raw.insert(table, rows, json)
+    const updates = this.updates
+    this.updates = []
+    for (const u of updates) u.resolve(await raw.update(u.table, u.key, u.values, u.json, u.condition))
+  }
+}
