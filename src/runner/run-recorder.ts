@@ -52,6 +52,8 @@ export class RunRecorder {
   private readonly heartbeat: NodeJS.Timeout
   private lastProgress = Date.now()
   private openCalls = 0
+  /** The row as last written (JSON), so a save with nothing new costs no statement. */
+  private written = ''
 
   constructor(
     private readonly deps: RunRecorderDeps,
@@ -90,11 +92,14 @@ export class RunRecorder {
     }
     const { run } = this
     entry.runId = run.id
-    const [inserted, claimed] = [{ ...run }, { ...entry }]
+    const claimed = { ...entry }
     // after the entry's own pending writes (a debounce that queued it), so the claim is the last word
     deps.saves.enqueue(run.id, async () => {
       await deps.saves.settled(entry.queueId)
+      // the row as it is by now: a status saved meanwhile (RUNNING, the in-flight marker) rides along
+      const inserted = { ...run }
       await deps.ledger.start(inserted, claimed)
+      this.written = JSON.stringify(inserted)
     })
     this.publish({ type: 'RUN_STARTED', run: { ...run } })
     this.heartbeat = setInterval(() => {
@@ -128,11 +133,19 @@ export class RunRecorder {
     this.save()
   }
 
-  /** Queues a write of the whole row as it is now (a newer one replaces a queued one); returns what it writes. */
-  save(): RunRecord {
-    const snapshot = { ...this.run }
-    this.deps.saves.enqueue(this.run.id, () => this.deps.runs.update(snapshot), 'row')
-    return snapshot
+  /** Queues a write of the whole row as it is when the write runs (a queued one stands for every later one). */
+  save(): void {
+    this.deps.saves.enqueue(
+      this.run.id,
+      async () => {
+        const snapshot = { ...this.run }
+        const row = JSON.stringify(snapshot)
+        if (row === this.written) return
+        await this.deps.runs.update(snapshot)
+        this.written = row
+      },
+      'row',
+    )
   }
 
   /** Moves the run through its state machine; `save` writes the new status at once. A repair is progress. */
