@@ -1,6 +1,7 @@
 import { mkdirSync } from 'node:fs'
 import path from 'node:path'
 import type { PrismaClient } from '@db/client'
+import type BetterSqlite3 from 'better-sqlite3'
 
 /** The Prisma client type the store is written against; see tsconfig.sqlite.json. */
 export type Db = PrismaClient
@@ -10,6 +11,8 @@ export type Provider = 'sqlite' | 'postgresql'
 export interface Database {
   readonly db: Db
   readonly provider: Provider
+  /** SQLite: the connection Prisma's adapter opened (Prisma owns it), for the store's run-path statements. */
+  readonly connection: BetterSqlite3.Database | null
   close(): Promise<void>
 }
 
@@ -22,6 +25,7 @@ export function providerOf(url: string): Provider {
 export async function openDatabase(url: string): Promise<Database> {
   const provider = providerOf(url)
   let db: Db
+  let connection: BetterSqlite3.Database | null = null
   if (provider === 'sqlite') {
     const file = url.slice('file:'.length).split('?')[0]!
     if (file !== ':memory:') mkdirSync(path.dirname(path.resolve(file)), { recursive: true })
@@ -29,7 +33,15 @@ export async function openDatabase(url: string): Promise<Database> {
       import('../generated/sqlite/client.js'),
       import('@prisma/adapter-better-sqlite3'),
     ])
-    db = new PrismaClient({ adapter: new PrismaBetterSqlite3({ url }) }) as unknown as Db
+    const adapter = new PrismaBetterSqlite3({ url })
+    const connect = adapter.connect.bind(adapter)
+    // the adapter keeps its better-sqlite3 connection as `client`; the store runs its hot statements on it
+    adapter.connect = async () => {
+      const opened = await connect()
+      connection = (opened as unknown as { client: BetterSqlite3.Database }).client
+      return opened
+    }
+    db = new PrismaClient({ adapter }) as unknown as Db
     // WAL + NORMAL: ~5x the write rate of the default journal, still crash-safe for commits.
     await db.$queryRawUnsafe('PRAGMA journal_mode=WAL')
     await db.$executeRawUnsafe('PRAGMA synchronous=NORMAL')
@@ -40,5 +52,5 @@ export async function openDatabase(url: string): Promise<Database> {
     db = new PrismaClient({ adapter: new PrismaPg({ connectionString: url }) }) as unknown as Db
     await db.$connect()
   }
-  return { db, provider, close: () => db.$disconnect() }
+  return { db, provider, connection, close: () => db.$disconnect() }
 }

@@ -1,8 +1,10 @@
-import type { Db, Provider } from './database.js'
+import type { Provider } from './database.js'
 
 export type Row = Record<string, unknown>
-/** The client or an open transaction: anything that runs a raw statement. */
-export type RawExecutor = Pick<Db, '$executeRawUnsafe'>
+/** The client, an open transaction or the SQLite connection itself: anything that runs a raw statement. */
+export interface RawExecutor {
+  $executeRawUnsafe(sql: string, ...values: unknown[]): Promise<number>
+}
 /** An UPDATE's extra condition: SQL from the store's own code; `param` adds a bound value. */
 export type Condition = (param: (value: unknown) => string) => string
 
@@ -33,11 +35,13 @@ export class RawWriter implements Writer {
   constructor(
     private readonly db: RawExecutor,
     private readonly provider: Provider,
+    /** Runs on the one connection (SQLite's), so a transaction's statements need no client of their own. */
+    private readonly onTheConnection = false,
   ) {}
 
   /** The same writer inside a transaction. */
   in(tx: RawExecutor): RawWriter {
-    return new RawWriter(tx, this.provider)
+    return this.onTheConnection ? this : new RawWriter(tx, this.provider)
   }
 
   private param(n: number, json: boolean): string {

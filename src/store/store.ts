@@ -9,6 +9,7 @@ import { RawWriter } from './raw-writer.js'
 import { RunLedger } from './run-ledger.js'
 import { RunStore } from './run-store.js'
 import { SessionStore } from './session-store.js'
+import { sqliteStatements } from './sqlite-statements.js'
 
 /** The repositories over one database. It owns the connection: `close()` releases it. */
 export class Store {
@@ -24,7 +25,10 @@ export class Store {
     this.prompts = new PromptStore(database.db)
     this.profiles = new ProfileStore(database.db)
     this.sessions = new SessionStore(database.db)
-    const writes = new GroupCommit(database.db, new RawWriter(database.db, database.provider))
+    const raw = database.connection
+      ? new RawWriter(sqliteStatements(database.connection), 'sqlite', true)
+      : new RawWriter(database.db, database.provider)
+    const writes = new GroupCommit(database.db, raw)
     this.entries = new QueueStore(database.db, writes)
     this.runs = new RunStore(database.db, writes)
     this.events = new EventStore(database.db, writes)
