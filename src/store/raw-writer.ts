@@ -4,6 +4,8 @@ export type Row = Record<string, unknown>
 /** The client, an open transaction or the SQLite connection itself: anything that runs a raw statement. */
 export interface RawExecutor {
   $executeRawUnsafe(sql: string, ...values: unknown[]): Promise<number>
+  /** Rows a statement returns; given only on the SQLite connection, where many rows go in one UPDATE. */
+  readonly returning?: (sql: string, ...values: unknown[]) => Promise<Row[]>
 }
 /** An UPDATE's extra condition: SQL from the store's own code; `param` adds a bound value. */
 export type Condition = (param: (value: unknown) => string) => string
@@ -99,5 +101,42 @@ export class RawWriter implements Writer {
         return this.param(args.length, false)
       })}`
     return this.db.$executeRawUnsafe(`UPDATE "${table}" SET ${sets.join(', ')} WHERE ${where}`, ...args)
+  }
+
+  /**
+   * Updates rows of one table, each to its own values of the same columns, while `condition` (no
+   * bound values) holds; resolves to the keys of the rows that changed. On the SQLite connection
+   * that is one statement (UPDATE … FROM VALUES … RETURNING); elsewhere, one per row.
+   */
+  async updateRows(
+    table: string,
+    keyColumn: string,
+    items: readonly { key: unknown; values: Row }[],
+    json: ReadonlySet<string> = new Set(),
+    condition: string | null = null,
+  ): Promise<Set<unknown>> {
+    const changed = new Set<unknown>()
+    const { returning } = this.db
+    if (!returning) {
+      const where = condition === null ? null : () => condition
+      for (const { key, values } of items)
+        if ((await this.update(table, { column: keyColumn, value: key }, values, json, where)) > 0) changed.add(key)
+      return changed
+    }
+    const columns = Object.keys(items[0]?.values ?? {})
+    const perStatement = Math.max(1, Math.floor(PARAMS_PER_STATEMENT / (columns.length + 1)))
+    const sets = columns.map((c, i) => `"${c}" = v.column${i + 2}`).join(', ')
+    for (let i = 0; i < items.length; i += perStatement) {
+      const chunk = items.slice(i, i + perStatement)
+      const args = chunk.flatMap(({ key, values }) => [key, ...columns.map((c) => this.value(c, values[c], json))])
+      const tuple = `(${Array.from({ length: columns.length + 1 }, () => '?').join(', ')})`
+      const rows = await returning(
+        `UPDATE "${table}" SET ${sets} FROM (VALUES ${chunk.map(() => tuple).join(', ')}) AS v ` +
+          `WHERE "${table}"."${keyColumn}" = v.column1${condition ? ` AND ${condition}` : ''} RETURNING "${table}"."${keyColumn}" AS "key"`,
+        ...args,
+      )
+      for (const row of rows) changed.add(row.key)
+    }
+    return changed
   }
 }

@@ -18,8 +18,8 @@ interface InsertGroup {
 /**
  * The writer the writes of one shared transaction go through, so that many runs' rows cost few
  * statements: inserts are gathered and go out as one multi-row statement per table and shape;
- * updates wait for the round, then run one by one in submission order, each write seeing its own
- * update's count before it goes on. A round sends what is gathered — inserts first, so an update
+ * updates wait for the round and go out together per table, columns and condition (one statement
+ * on SQLite, `RawWriter.updateRows`), each write seeing its own update's count before it goes on. A round sends what is gathered — inserts first, so an update
  * submitted with the insert of its row finds it — and the writes then go on to their next step.
  */
 export class RoundWriter implements Writer {
@@ -57,6 +57,45 @@ export class RoundWriter implements Writer {
     for (const { table, rows, json } of inserts) await raw.insert(table, rows, json)
     const updates = this.updates
     this.updates = []
-    for (const u of updates) u.resolve(await raw.update(u.table, u.key, u.values, u.json, u.condition))
+    // updates of one table, columns and condition share a statement; a row updated twice, or an
+    // update whose condition binds values, first sends what is gathered so its order holds
+    let groups = new Map<string, { condition: string; keys: Set<unknown>; updates: PendingUpdate[] }>()
+    const sendGroups = async () => {
+      for (const { condition, updates: group } of groups.values()) {
+        const [first] = group
+        const items = group.map((u) => ({ key: u.key.value, values: u.values }))
+        const changed = await raw.updateRows(first!.table, first!.key.column, items, first!.json, condition || null)
+        for (const u of group) u.resolve(changed.has(u.key.value) ? 1 : 0)
+      }
+      groups = new Map()
+    }
+    for (const u of updates) {
+      const condition = u.condition ? withoutValues(u.condition) : ''
+      if (condition === null) {
+        await sendGroups()
+        u.resolve(await raw.update(u.table, u.key, u.values, u.json, u.condition))
+        continue
+      }
+      const shape = `${u.table}\u0000${u.key.column}\u0000${Object.keys(u.values).join(',')}\u0000${condition}`
+      if (groups.get(shape)?.keys.has(u.key.value)) await sendGroups()
+      let group = groups.get(shape)
+      if (!group) {
+        group = { condition, keys: new Set(), updates: [] }
+        groups.set(shape, group)
+      }
+      group.keys.add(u.key.value)
+      group.updates.push(u)
+    }
+    await sendGroups()
   }
+}
+
+/** A condition's SQL when it binds no value (so rows may share it), else null. */
+function withoutValues(condition: Condition): string | null {
+  let binds = false
+  const sql = condition(() => {
+    binds = true
+    return '?'
+  })
+  return binds ? null : sql
 }

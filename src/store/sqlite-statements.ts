@@ -18,18 +18,23 @@ function toSqlite(value: unknown): unknown {
  */
 export function sqliteStatements(driver: BetterSqlite3.Database): RawExecutor {
   const prepared = new TextKeyedCache<BetterSqlite3.Statement>(1024 * 1024)
+  const statement = (sql: string) => {
+    let found = prepared.get(sql)
+    if (!found) {
+      found = driver.prepare(sql)
+      prepared.set(sql, found)
+    }
+    return found
+  }
+  const settle = <T>(run: () => T): Promise<T> => {
+    try {
+      return Promise.resolve(run())
+    } catch (error) {
+      return Promise.reject(error)
+    }
+  }
   return {
-    $executeRawUnsafe(sql: string, ...values: unknown[]): Promise<number> {
-      try {
-        let statement = prepared.get(sql)
-        if (!statement) {
-          statement = driver.prepare(sql)
-          prepared.set(sql, statement)
-        }
-        return Promise.resolve(statement.run(...values.map(toSqlite)).changes)
-      } catch (error) {
-        return Promise.reject(error)
-      }
-    },
+    $executeRawUnsafe: (sql, ...values) => settle(() => statement(sql).run(...values.map(toSqlite)).changes),
+    returning: (sql, ...values) => settle(() => statement(sql).all(...values.map(toSqlite)) as Record<string, unknown>[]),
   }
 }

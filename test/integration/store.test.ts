@@ -214,6 +214,15 @@ describe.each(providers)('records written by the store read back the same (%s)',
       store.events.append([event(500), event(501)]),
       store.ledger.finish({ run: { ...run, status: 'FAILED' }, entry: null, messages: [], events: [event(502)] }),
     ])
+    // and without a refusal: one statement per table updates each row to its own values
+    await Promise.all([
+      store.entries.update({ ...entry('q-kept', 10), priority: 7 }),
+      store.entries.update({ ...base, priority: 9 }),
+      store.entries.update({ ...entry('q-absent', 12), priority: 1 }),
+    ])
+    expect((await store.entries.find('t', 's', 'q-kept'))!.priority).toBe(7)
+    expect((await store.entries.find('t', 's', 'q-1'))!.priority).toBe(9)
+    expect(await store.entries.find('t', 's', 'q-absent')).toBeNull()
     expect(kept.status).toBe('fulfilled')
     expect(refused.status).toBe('rejected')
     expect(events.status).toBe('fulfilled')
