@@ -114,7 +114,13 @@ export class SessionEventBus {
     this.streams.set(sessionTopic(tenantId, sessionId), newStream(1, this.options.sequenceBlock, false))
   }
 
-  /** Forgets a session's stream (deleted, or now numbered by another instance). */
+  /** Whether nothing of the session's stream is waiting to be written, committed or reserved. */
+  quiet(tenantId: string, sessionId: string): boolean {
+    const stream = this.streams.get(sessionTopic(tenantId, sessionId))
+    return !stream || (stream.unwritten.length === 0 && stream.committing === null && !stream.raising && stream.held === null)
+  }
+
+  /** Forgets a session's stream (deleted, unloaded, or now numbered by another instance). */
   forget(tenantId: string, sessionId: string): void {
     this.streams.delete(sessionTopic(tenantId, sessionId))
   }

@@ -322,8 +322,14 @@ export class PromptQueue {
    * Stops admitting, gives running entries `graceMs` to finish, aborts the rest, and waits for
    * their records. Queued entries stay queued in the store and resume at the next start.
    */
+  /** Unloads the idle session queues last asked for before `before` (see SessionQueues); returns how many. */
+  unloadIdle(before: number): number {
+    return this.queues.unloadIdle(before)
+  }
+
   async close(graceMs: number): Promise<void> {
     this.closed = true
+    this.queues.close()
     this.drainer.stop()
     await this.recovery.stop()
     await this.supervisor.close(graceMs)

@@ -31,6 +31,11 @@ export class SessionQueue {
     public nextQueueSequence: number,
   ) {}
 
+  /** Nothing outstanding, nothing being admitted, no run here or elsewhere: safe to unload. */
+  get idle(): boolean {
+    return this.outstanding.size === 0 && this.inserting.size === 0 && this.active === null && this.foreignRunId === null && !this.deleting
+  }
+
   get busy(): boolean {
     return this.active !== null || this.foreignRunId !== null || this.queued().length > 0
   }

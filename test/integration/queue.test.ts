@@ -344,6 +344,34 @@ describe.each(providers)('sessions and the prompt queue (%s)', (provider) => {
     expect(ids).not.toContain(s)
   })
 
+  it('unloads idle session queues and loads them back as they were; a busy one stays', async () => {
+    const idle = await createSession(t, 'unloaded')
+    await t.request(RunPromptDocument, { input: { sessionId: idle, input: 'before unloading' } })
+    const busy = await createSession(t, 'kept-loaded')
+    const running = await enqueue(t, { sessionId: busy, input: words(20), overrides: slow(20) })
+    await waitForEntry(t, busy, running.queueId, ['RUNNING'])
+    await t.app.flush()
+    const unloaded = t.app.queue.unloadIdle(Date.now() + 1)
+    expect(unloaded).toBeGreaterThanOrEqual(1)
+    expect(t.app.queue.unloadIdle(Date.now() + 1)).toBe(0) // what stays loaded is busy
+    await waitForEntry(t, busy, running.queueId, ['COMPLETED'])
+
+    await t.request(RunPromptDocument, { input: { sessionId: idle, input: 'after loading again' } })
+    const session = (await t.request(SessionDocument, { id: idle })).data!.session!
+    expect(session.messages.map((m) => m.content)).toEqual([
+      'before unloading',
+      'before unloading',
+      'after loading again',
+      'after loading again',
+    ])
+    const events = t.subscribe(SessionEventsDocument, { sessionId: idle, afterSequence: 0 })
+    await events.until((r) => r.filter((e) => e.data?.sessionEvents.__typename === 'RunFinishedEvent').length === 2)
+    events.unsubscribe()
+    const sequences = events.results.map((r) => r.data!.sessionEvents.sequence)
+    expect(sequences).toEqual([...sequences].sort((a, b) => a - b))
+    expect(new Set(sequences).size).toBe(sequences.length)
+  })
+
   it("deletes a session's event log with it: the same id created again replays only its own events", async () => {
     const s = await createSession(t, 'recreated')
     await t.request(RunPromptDocument, { input: { sessionId: s, input: 'the old conversation' } })
