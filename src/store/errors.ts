@@ -1,4 +1,15 @@
-/** Prisma error codes are portable across providers; `meta` is not, so only `code` is read. */
+/**
+ * A unique index refused the row: Prisma's error for a typed write (P2002), for a raw one
+ * (P2010, whose driver adapter error says UniqueConstraintViolation), or SQLite's own on the
+ * store's direct statements.
+ */
 export function isUniqueViolation(err: unknown): boolean {
-  return typeof err === 'object' && err !== null && (err as { code?: unknown }).code === 'P2002'
+  if (typeof err !== 'object' || err === null) return false
+  const { code, meta } = err as { code?: unknown; meta?: { driverAdapterError?: { cause?: { kind?: unknown } } } }
+  return (
+    code === 'P2002' ||
+    code === 'SQLITE_CONSTRAINT_PRIMARYKEY' ||
+    code === 'SQLITE_CONSTRAINT_UNIQUE' ||
+    (code === 'P2010' && meta?.driverAdapterError?.cause?.kind === 'UniqueConstraintViolation')
+  )
 }

@@ -1,6 +1,7 @@
 import type { Prisma } from '@db/client'
 import type { MessageRecord, SessionRecord } from '../domain/records.js'
 import type { Db } from './database.js'
+import type { GroupCommit } from './group-commit.js'
 
 const sessionSelect = {
   tenantId: true,
@@ -37,15 +38,21 @@ export interface SessionCursor {
   id: string
 }
 
+const SESSION_JSON_COLUMNS = new Set(['metadata'])
+
 /** Sessions and their conversation history. */
 export class SessionStore {
-  constructor(private readonly db: Db) {}
+  constructor(
+    private readonly db: Db,
+    private readonly writes: GroupCommit,
+  ) {}
 
   async find(tenantId: string, id: string): Promise<SessionRecord | null> {
     const row = await this.db.session.findUnique({ where: { tenantId_id: { tenantId, id } }, select: sessionSelect })
     return row && toSession(row)
   }
 
+  /** Inserts a new session (through the group commit, so new sessions share statements); a taken id fails as a unique violation. */
   async create(input: {
     tenantId: string
     id: string
@@ -56,19 +63,11 @@ export class SessionStore {
     /** Event sequences reserved with the row. */
     sequenceCeiling: number
   }): Promise<SessionRecord> {
-    const row = await this.db.session.create({
-      data: {
-        tenantId: input.tenantId,
-        id: input.id,
-        title: input.title,
-        defaultProfileId: input.defaultProfileId,
-        metadata: (input.metadata ?? undefined) as Prisma.InputJsonValue | undefined,
-        keepHistory: input.keepHistory,
-        sequenceCeiling: input.sequenceCeiling,
-      },
-      select: sessionSelect,
-    })
-    return toSession(row)
+    const at = new Date()
+    const { sequenceCeiling, ...session } = { ...input, metadata: input.metadata ?? null }
+    const row = { ...session, sequenceCeiling, createdAt: at, updatedAt: at }
+    await this.writes.write((raw) => raw.insert('Session', [row], SESSION_JSON_COLUMNS))
+    return { ...session, createdAt: at.toISOString(), updatedAt: at.toISOString() }
   }
 
   /** Newest first. */

@@ -24,11 +24,11 @@ export class Store {
   constructor(private readonly database: Database) {
     this.prompts = new PromptStore(database.db)
     this.profiles = new ProfileStore(database.db)
-    this.sessions = new SessionStore(database.db)
     const raw = database.connection
       ? new RawWriter(sqliteStatements(database.connection), 'sqlite', true)
       : new RawWriter(database.db, database.provider)
     const writes = new GroupCommit(database.db, raw)
+    this.sessions = new SessionStore(database.db, writes)
     this.entries = new QueueStore(database.db, writes)
     this.runs = new RunStore(database.db, writes)
     this.events = new EventStore(database.db, writes)

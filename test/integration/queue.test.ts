@@ -3,6 +3,7 @@ import {
   AbortRunDocument,
   CancelPromptDocument,
   CancelScheduledPromptDocument,
+  CreateSessionDocument,
   DeleteSessionDocument,
   EnqueuePromptDocument,
   RunDocument,
@@ -342,6 +343,22 @@ describe.each(providers)('sessions and the prompt queue (%s)', (provider) => {
     const ids = [...page1.edges, ...page2.edges].map((e) => e.node.id)
     expect(new Set(ids).size).toBe(4)
     expect(ids).not.toContain(s)
+  })
+
+  it('refuses a session id that is taken, in a batch of new sessions, and keeps the first', async () => {
+    const results = await Promise.all(
+      ['taken', 'taken', 'free-1', 'free-2'].map((id, i) =>
+        t.request(CreateSessionDocument, { input: { id, title: `t${i}`, defaultProfileId: 'fake-echo', metadata: { n: i } } }),
+      ),
+    )
+    const typenames = results.map((r) => r.data!.createSession.__typename)
+    expect(typenames.filter((n) => n === 'CreateSessionPayload')).toHaveLength(3)
+    const refused = results.map((r) => r.data!.createSession).find((p) => p.__typename === 'InvalidRequestError')
+    expect(refused).toMatchObject({ code: 'INVALID_REQUEST', message: expect.stringContaining("'taken' already exists") })
+    const kept = (await t.app.store.sessions.find('local', 'taken'))!
+    expect(kept).toMatchObject({ title: expect.stringMatching(/^t[01]$/), metadata: { n: Number(kept.title!.slice(1)) } })
+    await t.request(RunPromptDocument, { input: { sessionId: 'free-2', input: 'works' } })
+    expect((await t.request(SessionDocument, { id: 'free-2' })).data!.session!.messages).toHaveLength(2)
   })
 
   it('unloads idle session queues and loads them back as they were; a busy one stays', async () => {
