@@ -79,10 +79,10 @@ export class PromptlineProcess {
     return rss ? Number(rss[1]) / 1024 : Number.NaN
   }
 
-  /** SQL statements executed so far, counted by bench/count-sql.mjs inside the server. */
-  sqlStatements(): Promise<number> {
-    return new Promise<number>((resolve) => {
-      this.child.once('message', (m: { sql: number }) => resolve(m.sql))
+  /** SQL statements executed so far, and how many of them wrote, counted by bench/count-sql.mjs inside the server. */
+  sqlStatements(): Promise<{ sql: number; writes: number }> {
+    return new Promise((resolve) => {
+      this.child.once('message', (m: { sql: number; writes: number }) => resolve(m))
       this.child.send('sql')
     })
   }

@@ -38,7 +38,8 @@ async function measured(server: PromptlineProcess, shape: Shape, load: Workload,
   return {
     ...result,
     cpuMsPerRun: round((cpuAfter - cpuBefore) / result.runs),
-    sqlPerRun: round((sqlAfter - sqlBefore) / result.runs),
+    sqlPerRun: round((sqlAfter.sql - sqlBefore.sql) / result.runs),
+    writesPerRun: round((sqlAfter.writes - sqlBefore.writes) / result.runs),
     peakRssMiB: Math.round(Math.max(peakRss, server.rssMiB())),
   }
 }
@@ -82,6 +83,7 @@ async function atDelay(delayMs: number) {
           floorFirstTokenP99: floor.firstTokenP99Ms,
           cpuMsPerRun: ours.cpuMsPerRun,
           sqlPerRun: ours.sqlPerRun,
+          writesPerRun: ours.writesPerRun,
           eventsPerRun: ours.eventsPerRun,
           peakRssMiB: ours.peakRssMiB,
           idleRssMiB,
@@ -93,7 +95,13 @@ async function atDelay(delayMs: number) {
     if (delayMs === 0)
       for (const tokens of [20, 2000]) {
         const ours = await measured(server, 'long-lived', { ...workload(1, 0, tokens), runsPerClient: 20 }, `tokens-${tokens}`)
-        tokenCounts.push({ tokensPerRun: tokens, sqlPerRun: ours.sqlPerRun, eventsPerRun: ours.eventsPerRun, lostTokens: ours.lostTokens })
+        tokenCounts.push({
+          tokensPerRun: tokens,
+          sqlPerRun: ours.sqlPerRun,
+          writesPerRun: ours.writesPerRun,
+          eventsPerRun: ours.eventsPerRun,
+          lostTokens: ours.lostTokens,
+        })
       }
   } finally {
     await server.close()
@@ -126,7 +134,7 @@ async function main() {
   )
   console.table(rows)
   if (tokenCounts.length > 0) {
-    console.log('\nSQL statements per run by token count (long-lived shape, 1 client)\n')
+    console.log('\nSQL statements (and writes among them) per run by token count (long-lived shape, 1 client)\n')
     console.table(tokenCounts)
   }
   console.log(`\n${markdown(rows)}\n`)

@@ -35,15 +35,8 @@ export class RoundWriter implements Writer {
     return Promise.resolve()
   }
 
-  update(
-    table: string,
-    key: { column: string; value: unknown },
-    values: Row,
-    json?: ReadonlySet<string>,
-    condition?: Condition | null,
-  ): Promise<number> {
-    return new Promise((resolve) => this.updates.push({ table, key, values, json, condition, resolve }))
-  }
+  readonly update: Writer['update'] = (table, key, values, json, condition) =>
+    new Promise((resolve) => this.updates.push({ table, key, values, json, condition, resolve }))
 
   /** Nothing gathered: every write is done (or waits for something else). */
   get idle(): boolean {
