@@ -19,8 +19,9 @@ interface InsertGroup {
  * The writer the writes of one shared transaction go through, so that many runs' rows cost few
  * statements: inserts are gathered and go out as one multi-row statement per table and shape;
  * updates wait for the round and go out together per table, columns and condition (one statement
- * on SQLite, `RawWriter.updateRows`), each write seeing its own update's count before it goes on. A round sends what is gathered — inserts first, so an update
- * submitted with the insert of its row finds it — and the writes then go on to their next step.
+ * on SQLite, `RawWriter.updateRows`), each write seeing its own update's count before it goes on.
+ * A round sends what is gathered — inserts first, so an update submitted with the insert of its
+ * row finds it — and the writes then go on to their next step.
  */
 export class RoundWriter implements Writer {
   private readonly inserts = new Map<string, InsertGroup>()
