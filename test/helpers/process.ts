@@ -1,6 +1,8 @@
 import { type ChildProcess, spawn } from 'node:child_process'
 import { print } from 'graphql'
 import { PROJECT_ROOT } from '../../src/config.js'
+import type { TestDatabase } from './databases.js'
+import type { TestServer } from './server.js'
 
 /**
  * Starts `src/main.ts` in a child process on port 0 and resolves with its URL. Node itself runs
@@ -49,4 +51,15 @@ export async function killHard(child: ChildProcess): Promise<void> {
   const exited = new Promise((resolve) => child.once('exit', resolve))
   child.kill('SIGKILL')
   await exited
+}
+
+/** What a test of real server processes leaves behind, ended: the process killed, the in-process server stopped, the database dropped. */
+export async function releaseAll(
+  child: ChildProcess | undefined,
+  server: TestServer | undefined,
+  database: TestDatabase | undefined,
+): Promise<void> {
+  if (child) await killHard(child)
+  await server?.stop()
+  await database?.drop()
 }

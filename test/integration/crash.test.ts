@@ -12,7 +12,7 @@ import {
 } from '../generated/graphql.js'
 import { createTestDatabase, providers, type TestDatabase } from '../helpers/databases.js'
 import { words } from '../helpers/flow.js'
-import { killHard, post, startServerProcess } from '../helpers/process.js'
+import { killHard, post, releaseAll, startServerProcess } from '../helpers/process.js'
 import { startTestServer, type TestServer } from '../helpers/server.js'
 
 const TENANT = 'local'
@@ -71,11 +71,7 @@ describe.each(providers)('kill -9 at random points of a mixed workload (%s)', (p
   let database: TestDatabase | undefined
   let child: ChildProcess | undefined
   let server: TestServer | undefined
-  afterEach(async () => {
-    if (child) await killHard(child)
-    await server?.stop()
-    await database?.drop()
-  })
+  afterEach(() => releaseAll(child, server, database))
 
   it(`leaves records that agree after the last restart (seed ${seed})`, async () => {
     database = await createTestDatabase(provider)

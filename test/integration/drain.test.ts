@@ -4,18 +4,14 @@ import { openStore } from '../../src/store/store.js'
 import { CreateSessionDocument, EnqueuePromptDocument, QueueEntryDocument, RunDocument } from '../generated/graphql.js'
 import { createTestDatabase, providers, type TestDatabase } from '../helpers/databases.js'
 import { waitForEntry, words } from '../helpers/flow.js'
-import { killHard, post, startServerProcess } from '../helpers/process.js'
+import { post, releaseAll, startServerProcess } from '../helpers/process.js'
 import { startTestServer, type TestServer } from '../helpers/server.js'
 
 describe.each(providers)('SIGTERM (%s)', (provider) => {
   let database: TestDatabase | undefined
   let child: ChildProcess | undefined
   let server: TestServer | undefined
-  afterEach(async () => {
-    if (child) await killHard(child)
-    await server?.stop()
-    await database?.drop()
-  })
+  afterEach(() => releaseAll(child, server, database))
 
   it('drains: /readyz says so, the running prompt finishes, the queued one waits for the next start, exit 0', async () => {
     database = await createTestDatabase(provider)
