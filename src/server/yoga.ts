@@ -7,6 +7,7 @@ import type { Logger } from '../domain/logger.js'
 import type { Context, Services } from '../schema/context.js'
 import { maskError } from '../schema/errors.js'
 import type { ApiKeyRing } from './api-keys.js'
+import { GRAPHIQL_OPTIONS, renderSelfHostedGraphiQL } from './graphiql.js'
 import { requestLimitPlugins } from './limits.js'
 
 export type PromptlineYoga = YogaServerInstance<Record<string, unknown>, Context>
@@ -69,7 +70,8 @@ export function createPromptlineYoga(options: {
   return createYoga<Record<string, unknown>, Context>({
     schema,
     graphqlEndpoint: '/graphql',
-    graphiql: options.limits.publicSchema && { title: 'promptline', subscriptionsProtocol: 'WS' },
+    graphiql: options.limits.publicSchema && GRAPHIQL_OPTIONS,
+    renderGraphiQL: renderSelfHostedGraphiQL,
     landingPage: false,
     maskedErrors: { maskError },
     logging: logger,

@@ -59,10 +59,15 @@ describe('the listening server', () => {
     }
   })
 
-  it('serves GraphiQL to a browser and /healthz to a probe', async () => {
+  it('serves a self-contained GraphiQL to a browser and /healthz to a probe', async () => {
     const page = await fetch(`${http.url}/graphql`, { headers: { accept: 'text/html' } })
     expect(page.status).toBe(200)
-    expect(await page.text()).toContain('graphiql')
+    const html = await page.text()
+    expect(html).toContain('renderYogaGraphiQL')
+    // every script, style, worker and icon is inline: nothing the page loads names another host
+    const loaded =
+      /(?:\b(?:src|href)\s*=\s*["'`]?|\burl\(\s*["']?|\b(?:import|importScripts|fetch)\(\s*["'`])((?:https?:|wss?:)?\/\/[^/"'`)\s>]+)/g
+    expect([...html.matchAll(loaded)].map((m) => m[1])).toEqual([])
     const health = await fetch(`${http.url}/healthz`)
     expect(health.status).toBe(200)
   })

@@ -1,0 +1,71 @@
+import { renderGraphiQL } from '@graphql-yoga/render-graphiql'
+import type { GraphiQLOptions } from 'graphql-yoga'
+
+/** The README's walk-through, one tab each, for a first visit (GraphiQL keeps the user's tabs after). */
+export const WALK_THROUGH_TABS: { query: string }[] = [
+  {
+    query: `# Render the shipped "chat" prompt with the fake-echo profile, without calling a model.
+query Prepare {
+  preparePrompt(input: { promptId: "chat", variables: { input: "hi" } }) {
+    messages { role content }
+    definitionHash
+    renderedHash
+    profileId
+    model
+    settings
+  }
+}
+`,
+  },
+  {
+    query: `# Open a session, then run the next tab's subscription and this tab's Enqueue.
+mutation CreateSession {
+  createSession(input: { id: "demo", defaultProfileId: "fake-echo" }) {
+    __typename
+    ... on CreateSessionPayload { session { id } }
+    ... on Error { code message }
+  }
+}
+
+mutation Enqueue {
+  enqueuePrompt(input: {
+    sessionId: "demo"
+    promptId: "chat"
+    input: "tokens arrive one by one"
+    overrides: { extra: { tokenDelayMs: 200 } }
+  }) {
+    __typename
+    ... on EnqueuePromptPayload { entry { queueId status position } }
+    ... on Error { code message }
+  }
+}
+`,
+  },
+  {
+    query: `# Watch the session live (over graphql-ws); add afterSequence: 0 to replay it from the start.
+subscription Watch {
+  sessionEvents(sessionId: "demo") {
+    __typename
+    sequence
+    ... on TokenDeltaEvent { text }
+    ... on RunFinishedEvent { run { status output usage { totalTokens } } }
+  }
+}
+`,
+  },
+]
+
+/** Options of the page: subscriptions over graphql-ws, the walk-through preloaded. */
+export const GRAPHIQL_OPTIONS: GraphiQLOptions = {
+  title: 'promptline',
+  subscriptionsProtocol: 'WS',
+  defaultTabs: WALK_THROUGH_TABS,
+}
+
+let page: string | undefined
+
+/**
+ * The self-contained GraphiQL page (its script, styles and editor workers inline, no CDN), so it
+ * works on a machine without internet access. Rendered once: about 9 MB, the same for everyone.
+ */
+export const renderSelfHostedGraphiQL = (options: GraphiQLOptions): string => (page ??= renderGraphiQL(options))
