@@ -5,7 +5,7 @@ import { haveChromium, type LoopbackBrowser, launchLoopbackBrowser, NO_CHROMIUM 
 import { startTestServer, type TestServer } from '../helpers/server.js'
 
 /** What an editor pane shows: Monaco renders the visible lines only, with non-breaking spaces. */
-const shown = async (page: Page, selector: string) => (await page.locator(selector).innerText()).replace(/\u00a0/g, ' ')
+const shown = async (page: Page, selector: string) => ((await page.locator(selector).textContent()) ?? '').replace(/\u00a0/g, ' ')
 
 /** The text of GraphiQL's result pane once it contains `text`. */
 async function resultContaining(page: Page, text: string): Promise<string> {
@@ -60,7 +60,7 @@ describe.skipIf(!haveChromium)(
     it('opens with the walk-through as tabs and runs its query', async () => {
       expect(await page.locator('.graphiql-tab').allInnerTexts()).toEqual(['Prepare', 'CreateSession', 'Watch'])
       await runTab(page, 'Prepare')
-      expect(await resultContaining(page, '"preparePrompt"')).toMatch(/"role": "USER",\s+"content": "hi"/)
+      expect(await resultContaining(page, '"preparePrompt"')).toMatch(/"role": "USER",\s*"content": "hi"/)
     })
 
     it('runs a subscription over graphql-ws and shows the tokens, then the finished run', async () => {
