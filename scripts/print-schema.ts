@@ -1,19 +1,5 @@
-// Prints the Pothos schema to schema/schema.graphql (`--check` fails when the file is stale).
-import { readFileSync, writeFileSync } from 'node:fs'
-import { printSchema } from 'graphql'
-import { schema } from '../src/schema/schema.js'
+// Writes the files printed from the Pothos schema: the SDL and the possibleTypes map.
+import { writeFileSync } from 'node:fs'
+import { schemaFiles } from './schema-files.js'
 
-const target = new URL('../schema/schema.graphql', import.meta.url)
-const printed = `${printSchema(schema)}\n`
-if (process.argv.includes('--check')) {
-  let current = ''
-  try {
-    current = readFileSync(target, 'utf8')
-  } catch {}
-  if (current !== printed) {
-    console.error('schema/schema.graphql is stale: run npm run generate')
-    process.exit(1)
-  }
-} else {
-  writeFileSync(target, printed)
-}
+for (const [file, content] of Object.entries(schemaFiles())) writeFileSync(new URL(`../${file}`, import.meta.url), content)
