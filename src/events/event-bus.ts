@@ -24,6 +24,8 @@ interface Stream {
   committing: Promise<void> | null
   /** Whether any of its events may be in the store; false for a session created here until one is written. */
   stored: boolean
+  /** The sequence of the last event delivered to subscribers (numbered but held ones are not yet). */
+  delivered: number
 }
 
 export interface EventBusOptions {
@@ -45,7 +47,7 @@ export const DEFAULT_EVENT_BUS_OPTIONS: EventBusOptions = {
 }
 
 function newStream(next: number, ceiling: number, stored: boolean): Stream {
-  return { next, ceiling, raising: false, unwritten: [], held: null, committing: null, stored }
+  return { next, ceiling, raising: false, unwritten: [], held: null, committing: null, stored, delivered: next - 1 }
 }
 
 /** A subscriber fell too far behind; it may resubscribe with the last sequence it saw. */
@@ -120,6 +122,16 @@ export class SessionEventBus {
     return !stream || (stream.unwritten.length === 0 && stream.committing === null && !stream.raising && stream.held === null)
   }
 
+  /**
+   * The sequence of the session's last event subscribers have been given: `afterSequence` for a
+   * stream that starts from now and can still resume. From the store when this process does not
+   * number the session (it may then be a little behind: a few events replay, none are missed).
+   */
+  async lastSequence(tenantId: string, sessionId: string): Promise<number> {
+    const stream = this.streams.get(sessionTopic(tenantId, sessionId))
+    return stream ? stream.delivered : this.events.maxSequence(tenantId, sessionId)
+  }
+
   /** Forgets a session's stream (deleted, unloaded, or now numbered by another instance). */
   forget(tenantId: string, sessionId: string): void {
     this.streams.delete(sessionTopic(tenantId, sessionId))
@@ -163,7 +175,7 @@ export class SessionEventBus {
       return written
     } finally {
       const key = sessionTopic(tenantId, sessionId)
-      if (written) for (const event of events) this.notifyAll(key, event)
+      if (written) for (const event of events) this.deliver(stream, key, event)
       const held = stream.held
       stream.held = null
       for (const event of held) this.release(stream, event)
@@ -188,10 +200,11 @@ export class SessionEventBus {
   private release(stream: Stream, event: SessionEvent): void {
     stream.unwritten.push(event)
     this.writer.enqueue(event)
-    this.notifyAll(sessionTopic(event.tenantId, event.sessionId), event)
+    this.deliver(stream, sessionTopic(event.tenantId, event.sessionId), event)
   }
 
-  private notifyAll(sessionKey: string, event: SessionEvent): void {
+  private deliver(stream: Stream, sessionKey: string, event: SessionEvent): void {
+    stream.delivered = event.sequence
     this.notifyHere(event, sessionKey)
     this.relay?.send(event)
   }

@@ -265,6 +265,11 @@ export class PromptQueue {
     return [...queue.outstanding.values()].some((e) => e.status === 'SCHEDULED') ? 'SCHEDULED' : 'IDLE'
   }
 
+  /** The last sequence of the session's event stream, as its subscribers have seen it. */
+  lastSequence(tenantId: string, sessionId: string): Promise<number> {
+    return this.deps.bus.lastSequence(tenantId, sessionId)
+  }
+
   /** Cancels the whole queue of a session (running entry included) before it is deleted. */
   async clearSession(tenantId: string, sessionId: string): Promise<void> {
     const queue = await this.queues.get(tenantId, sessionId)

@@ -49,10 +49,6 @@ export const builder = new SchemaBuilder<{
     pageInfoFieldOptions: { description: 'Where this page is in the whole list.' },
     cursorFieldOptions: { description: 'An opaque position: pass it as after to get the items that follow.' },
     nodeFieldOptions: { description: 'The item.' },
-    firstArgOptions: { description: 'Page size: 50 by default, at most 200.' },
-    afterArgOptions: { description: 'The endCursor of the previous page; absent for the first page.' },
-    beforeArgOptions: { description: 'Not supported (forward paging only): answers INVALID_REQUEST.' },
-    lastArgOptions: { description: 'Not supported (forward paging only): answers INVALID_REQUEST.' },
   },
 })
 

@@ -69,7 +69,9 @@ builder.objectType(NotFoundError, {
   interfaces: [ErrorInterface],
   fields: (t) => ({
     kind: t.exposeString('kind', { description: 'What was looked for: prompt, profile, backend, session, …' }),
-    id: t.exposeString('id', { description: 'The id that was not found.' }),
+    missingId: t.exposeString('id', {
+      description: 'The id that was not found (not named id, so client caches do not take the error for an object).',
+    }),
   }),
 })
 

@@ -24,7 +24,10 @@ export const SessionEventRef = builder.interfaceRef<SessionEvent>('SessionEvent'
     sequence: t.exposeInt('sequence', { description: 'Unique and increasing within the session; never reused.' }),
     at: t.field({ type: 'DateTime', description: 'When it happened.', resolve: (e) => e.at }),
     sessionId: t.exposeID('sessionId', { description: 'The session whose stream it belongs to.' }),
-    runId: t.exposeID('runId', { nullable: true, description: 'The run it belongs to, if any.' }),
+    runId: t.exposeID('runId', {
+      nullable: true,
+      description: 'The run it belongs to. Non-null on every run event; null on a QueueEntryEvent before its run started.',
+    }),
   }),
 })
 
@@ -50,7 +53,10 @@ builder.objectRef<Of<'QUEUE_ENTRY'>>('QueueEntryEvent').implement({
 builder.objectRef<Of<'RUN_STARTED'>>('RunStartedEvent').implement({
   description: 'A run was created for a queue entry.',
   interfaces: [SessionEventRef],
-  fields: (t) => ({ run: t.field({ type: RunRef, description: 'The run as it was then.', resolve: (e) => e.run }) }),
+  fields: (t) => ({
+    runId: t.id({ description: 'The run that started.', resolve: (e) => e.run.id }),
+    run: t.field({ type: RunRef, description: 'The run as it was then.', resolve: (e) => e.run }),
+  }),
 })
 
 builder.objectRef<Of<'TOKEN_DELTA'>>('TokenDeltaEvent').implement({
@@ -86,13 +92,19 @@ builder.objectRef<Of<'STEER_APPLIED'>>('SteerAppliedEvent').implement({
 builder.objectRef<Of<'MESSAGE_CREATED'>>('MessageCreatedEvent').implement({
   description: 'A message was added to the conversation.',
   interfaces: [SessionEventRef],
-  fields: (t) => ({ message: t.field({ type: MessageRef, description: 'The new message.', resolve: (e) => e.message }) }),
+  fields: (t) => ({
+    runId: t.id({ description: 'The run whose turn added it.', resolve: (e) => e.runId! }),
+    message: t.field({ type: MessageRef, description: 'The new message.', resolve: (e) => e.message }),
+  }),
 })
 
 builder.objectRef<Of<'RUN_FINISHED'>>('RunFinishedEvent').implement({
   description: 'A run ended; the last event of its runEvents stream.',
   interfaces: [SessionEventRef],
-  fields: (t) => ({ run: t.field({ type: RunRef, description: 'The run as it ended.', resolve: (e) => e.run }) }),
+  fields: (t) => ({
+    runId: t.id({ description: 'The run that ended.', resolve: (e) => e.run.id }),
+    run: t.field({ type: RunRef, description: 'The run as it ended.', resolve: (e) => e.run }),
+  }),
 })
 
 builder.subscriptionType({

@@ -8,8 +8,6 @@ export const PAGE_MAX = 200
 interface ConnectionArgs {
   first?: number | null
   after?: string | null
-  last?: number | null
-  before?: string | null
 }
 
 /** Opaque cursors: base64url of a kind tag and the key fields of the row. */
@@ -29,7 +27,6 @@ function decodeCursor(kind: string, cursor: string, size: number): string[] {
 
 /** Forward paging only: `first` (default 50, at most 200) and `after`. */
 export function forwardPage(args: ConnectionArgs, kind: string, size: number): { first: number; after: string[] | null } {
-  if (args.last != null || args.before != null) throw InvalidRequestError.at('last', 'only forward paging (first/after) is supported')
   const first = args.first ?? PAGE_DEFAULT
   if (first < 0 || first > PAGE_MAX) throw InvalidRequestError.at('first', `must be between 0 and ${PAGE_MAX}`)
   return { first, after: args.after ? decodeCursor(kind, args.after, size) : null }

@@ -3,7 +3,7 @@ import type { OutputContract, OutputKind, ParallelSpec, Role } from '../domain/d
 import { NotFoundError } from '../domain/errors.js'
 import { builder } from './builder.js'
 import { describedValues } from './described.js'
-import { encodeCursor, forwardPage, PAGE_DEFAULT, PAGE_MAX, toConnection } from './paging.js'
+import { encodeCursor, forwardPage, PAGE_DEFAULT, PAGE_MAX, pageArgs, toConnection } from './paging.js'
 
 export const DefinitionSourceEnum = builder.enumType('DefinitionSource', {
   description: 'Where a definition comes from.',
@@ -115,11 +115,13 @@ const PromptInspectionRef = builder.objectRef<Prompt>('PromptInspection').implem
 })
 
 const promptCursor = (p: Prompt) => encodeCursor('prompt', p.id)
+const PromptConnection = builder.connectionObject({ type: PromptRef, name: 'PromptConnection' })
 
 builder.queryFields((t) => ({
-  prompts: t.connection({
-    type: PromptRef,
+  prompts: t.field({
+    type: PromptConnection,
     description: `Prompts visible to the caller, by id. Forward paging only: first (default ${PAGE_DEFAULT}, at most ${PAGE_MAX}) and after.`,
+    args: pageArgs(t.arg),
     resolve: async (_root, args, ctx) => {
       const { first, after } = forwardPage(args, 'prompt', 1)
       const prompts = await ctx.services.catalog.listPrompts(ctx.tenantId, after?.[0] ?? null, first + 1)

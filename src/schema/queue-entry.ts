@@ -46,6 +46,7 @@ type EntryShape = QueueEntryRecord & { position?: number | null }
 export const QueueEntryRef = builder.objectRef<EntryShape>('QueueEntry').implement({
   description: "One admitted prompt of a session's queue.",
   fields: (t) => ({
+    id: t.exposeID('queueId', { description: 'The entry id (a UUID), the same as queueId: the key client caches normalize it by.' }),
     queueId: t.exposeID('queueId', { description: 'The entry id (a UUID).' }),
     queueSequence: t.exposeInt('queueSequence', { description: 'Admission order within the session.' }),
     sessionId: t.exposeID('sessionId', { description: 'The session whose queue holds it.' }),

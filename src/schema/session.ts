@@ -51,6 +51,11 @@ export const SessionRef = builder.objectRef<SessionRecord>('Session').implement(
       description: 'What its queue is doing now.',
       resolve: (s, _args, ctx) => ctx.services.sessions.status(ctx.tenantId, s.id),
     }),
+    lastSequence: t.int({
+      description:
+        'The sequence of the last event of its stream, 0 before any. Subscribe with afterSequence: lastSequence to follow it from now and still resume without loss. Sequences increase but may skip numbers (by up to 1000 after a restart): never detect loss by seq + 1.',
+      resolve: (s, _args, ctx) => ctx.services.sessions.lastSequence(ctx.tenantId, s.id),
+    }),
     messages: t.field({
       type: [MessageRef],
       description: 'The conversation so far, oldest first.',

@@ -37,6 +37,7 @@ export class SessionService {
     router.handle('deleteSession', (t: string, id: string) => this.deleteHere(t, id))
     router.handle('messages', (t: string, s: string) => this.memory.messages(t, s))
     router.handle('status', (t: string, s: string) => this.queue.status(t, s))
+    router.handle('lastSequence', (t: string, s: string) => this.queue.lastSequence(t, s))
     router.handle('queueOf', (t: string, s: string, terminal: boolean) => this.queueOfHere(t, s, terminal))
   }
 
@@ -104,6 +105,11 @@ export class SessionService {
 
   status(tenantId: string, sessionId: string): Promise<SessionStatus> {
     return this.router.call(tenantId, sessionId, 'status', [tenantId, sessionId])
+  }
+
+  /** The sequence of the last event of the session's stream (0 before any), from its owner. */
+  lastSequence(tenantId: string, sessionId: string): Promise<number> {
+    return this.router.call(tenantId, sessionId, 'lastSequence', [tenantId, sessionId])
   }
 
   /** Terminal entries (when asked) from the store, then the outstanding ones live, in queueSequence order. */

@@ -1,6 +1,6 @@
 import { print } from 'graphql'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { RunDocument, RunEventsDocument, SessionEventsDocument } from '../generated/graphql.js'
+import { LastSequenceDocument, RunDocument, RunEventsDocument, SessionEventsDocument } from '../generated/graphql.js'
 import { providers } from '../helpers/databases.js'
 import { createSession, enqueue, slow, waitForEntry, words } from '../helpers/flow.js'
 import { startTestServer, type TestServer } from '../helpers/server.js'
@@ -50,6 +50,26 @@ describe.each(providers)('resumable event streams (%s)', (provider) => {
         .join('')
     expect(text([...seen, ...resumed])).toBe(run.output)
     expect(text(everything)).toBe(words(25))
+  })
+
+  it('starts a stream from now with afterSequence: Session.lastSequence, and resumes it from there', async () => {
+    const s = await createSession(t, 'from-now')
+    expect((await t.request(LastSequenceDocument, { id: s })).data!.session!.lastSequence).toBe(0)
+    const first = await enqueue(t, { sessionId: s, input: 'the first run' })
+    await waitForEntry(t, s, first.queueId, ['COMPLETED'])
+    const lastSequence = (await t.request(LastSequenceDocument, { id: s })).data!.session!.lastSequence
+    const everything = t.subscribe(SessionEventsDocument, { sessionId: s, afterSequence: 0 })
+    await everything.until((r) => r.some((e) => e.data?.sessionEvents.__typename === 'RunFinishedEvent'))
+    everything.unsubscribe()
+    expect(lastSequence).toBe(eventsOf(everything.results).at(-1)!.sequence)
+
+    const fromNow = t.subscribe(SessionEventsDocument, { sessionId: s, afterSequence: lastSequence })
+    await enqueue(t, { sessionId: s, input: 'the second run' })
+    await fromNow.until((r) => r.some((e) => e.data?.sessionEvents.__typename === 'RunFinishedEvent'))
+    fromNow.unsubscribe()
+    const events = eventsOf(fromNow.results)
+    expect(events[0]!.sequence).toBe(lastSequence + 1)
+    expect(events.filter((e) => e.__typename === 'RunStartedEvent')).toHaveLength(1)
   })
 
   it('replays a run that already ended, then completes', async () => {
