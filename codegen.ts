@@ -1,20 +1,25 @@
 import type { CodegenConfig } from '@graphql-codegen/cli'
 
-// Typed documents for the operations in test/operations (used by the tests and the examples).
+/** The scalar map every codegen consumer of the schema wants (docs/clients.md shows it). */
+const scalars = (jsonType: string) => ({ DateTime: 'string', JSON: jsonType })
+const shared = { useTypeImports: true, enumsAsTypes: true, emitLegacyCommonJSImports: false }
+
+// Typed documents for the operations of promptline/client, and for the tests' operations.
 const config: CodegenConfig = {
   schema: 'schema/schema.graphql',
-  documents: ['test/operations/**/*.graphql'],
   ignoreNoDocuments: false,
   generates: {
-    'test/generated/': {
+    'src/client/generated/': {
+      documents: ['src/client/**/*.graphql'],
       preset: 'client',
       presetConfig: { fragmentMasking: false },
-      config: {
-        useTypeImports: true,
-        enumsAsTypes: true,
-        emitLegacyCommonJSImports: false,
-        scalars: { JSON: 'unknown', DateTime: 'string' },
-      },
+      config: { ...shared, documentMode: 'string', scalars: scalars('../json.js#JsonValue') },
+    },
+    'test/generated/': {
+      documents: ['test/operations/**/*.graphql'],
+      preset: 'client',
+      presetConfig: { fragmentMasking: false },
+      config: { ...shared, scalars: scalars('unknown') },
     },
   },
   silent: true,

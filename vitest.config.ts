@@ -7,7 +7,11 @@ export default defineConfig({
   resolve: {
     // graphql 16 has no "exports": Node loads its CommonJS build, Vite would pick index.mjs.
     // One copy only, or `instanceof GraphQLError` and schema checks break across the two.
-    alias: [{ find: /^graphql$/, replacement: require.resolve('graphql') }],
+    alias: [
+      { find: /^graphql$/, replacement: require.resolve('graphql') },
+      // the package's own client, from source (its "exports" entry points at the build)
+      { find: /^promptline\/client$/, replacement: new URL('./src/client/index.ts', import.meta.url).pathname },
+    ],
   },
   test: {
     include: ['test/**/*.test.ts'],

@@ -174,7 +174,7 @@ const CancelPromptPayload = builder.objectRef<{ cancelled: boolean; entry: Entry
   description: 'The answer to cancelPrompt.',
   fields: (t) => ({
     cancelled: t.exposeBoolean('cancelled', { description: 'False when the entry had already finished or was finishing.' }),
-    entry: t.field({ type: QueueEntryRef, nullable: true, description: 'The entry as it is after the cancel.', resolve: (p) => p.entry }),
+    entry: t.field({ type: QueueEntryRef, description: 'The entry as it is after the cancel.', resolve: (p) => p.entry }),
   }),
 })
 const SteerPromptPayload = builder.objectRef<{ steerId: string; queueId: string; runId: string }>('SteerPromptPayload').implement({

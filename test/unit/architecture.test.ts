@@ -93,8 +93,13 @@ describe('the import graph of src/', () => {
     expect(bad.map(describeImport)).toEqual([])
   })
 
-  it('lets only schema/ and server/ import GraphQL packages', () => {
-    const bad = imports.filter((i) => !['schema', 'server'].includes(folderOf(i.from)) && GRAPHQL_PACKAGES.test(i.specifier))
+  it('lets only schema/, server/ and the client import GraphQL packages', () => {
+    const bad = imports.filter((i) => !['schema', 'server', 'client'].includes(folderOf(i.from)) && GRAPHQL_PACKAGES.test(i.specifier))
+    expect(bad.map(describeImport)).toEqual([])
+  })
+
+  it('keeps client/ on its own: it ships to other processes and browsers, so it imports no other folder', () => {
+    const bad = imports.filter((i) => (folderOf(i.from) === 'client') !== (i.toFolder === 'client') && i.toFolder !== null)
     expect(bad.map(describeImport)).toEqual([])
   })
 })
