@@ -1,3 +1,4 @@
+import { useGraphQLSSE } from '@graphql-yoga/plugin-graphql-sse'
 import type { GraphQLSchema } from 'graphql'
 import { createYoga, type Plugin, type YogaServerInstance } from 'graphql-yoga'
 import type { Principal } from '../domain/access.js'
@@ -9,6 +10,9 @@ import { maskError } from '../schema/errors.js'
 import type { ApiKeyRing } from './api-keys.js'
 import { GRAPHIQL_OPTIONS, renderSelfHostedGraphiQL } from './graphiql.js'
 import { requestLimitPlugins } from './limits.js'
+
+/** Where graphql-sse clients connect, in either mode of the GraphQL-over-SSE protocol. */
+export const SSE_ENDPOINT = '/graphql/stream'
 
 export type PromptlineYoga = YogaServerInstance<Record<string, unknown>, Context>
 
@@ -81,6 +85,13 @@ export function createPromptlineYoga(options: {
       if (!principal) throw new UnauthenticatedError('a valid API key is required: send Authorization: Bearer <key>')
       return { tenantId: principal.tenantId, role: principal.role, keyId: principal.keyId, services }
     },
-    plugins: [useProbes(options.probes, logger), ...requestLimitPlugins(options.limits), useValidationErrorCode],
+    plugins: [
+      useProbes(options.probes, logger),
+      ...requestLimitPlugins(options.limits),
+      useValidationErrorCode,
+      // GraphQL over SSE: distinct connections on /graphql (yoga's own) and on /graphql/stream,
+      // single connection mode (one reserved stream per client, operations by PUT/POST) on /graphql/stream
+      useGraphQLSSE({ endpoint: SSE_ENDPOINT }),
+    ],
   })
 }
