@@ -4,6 +4,7 @@ import { isTransient, PromptlineError } from './errors.js'
 import {
   ClientAbortDocument,
   ClientCancelDocument,
+  ClientCreateSessionDocument,
   ClientEnqueueDocument,
   type ClientEntryFragment,
   type ClientEventFragment,
@@ -13,6 +14,7 @@ import {
   ClientRunPromptDocument,
   ClientSessionEventsDocument,
   ClientSteerDocument,
+  type CreateSessionInput,
   type EnqueuePromptInput,
   type SteerPromptInput,
   type TypedDocumentString,
@@ -58,6 +60,12 @@ export class PromptlineClient {
   constructor(options: TransportOptions & { retry?: RetryOptions }) {
     this.transport = new Transport(options)
     this.retry = options.retry ?? {}
+  }
+
+  /** Opens a session (a server id when `input.id` is absent) and returns its id. */
+  async createSession(input: CreateSessionInput = {}): Promise<string> {
+    const result = await this.transport.request(ClientCreateSessionDocument, { input })
+    return payload(result.createSession).session.id
   }
 
   /** Admits a prompt into its session's queue. Retried after a network failure under one idempotency key, so it is admitted once. */
