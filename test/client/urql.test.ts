@@ -1,7 +1,4 @@
-import { type Client, fetchExchange, gql, subscriptionExchange } from '@urql/core'
-import { cacheExchange } from '@urql/exchange-graphcache'
-import { createClient as createSseClient } from 'graphql-sse'
-import { createClient as createWsClient } from 'graphql-ws'
+import { type Client, gql } from '@urql/core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { pipe, subscribe } from 'wonka'
 import WebSocket from 'ws'
