@@ -132,7 +132,8 @@ export const RunRef = builder.objectRef<RunRecord>('Run').implement({
     }),
     model: t.exposeString('model', {
       nullable: true,
-      description: 'The model that answered (after any failover); null before resolution.',
+      description:
+        'The model that answered (after any failover). Null until the profile is resolved, so also for a run that failed before (NOT_FOUND, CREDENTIALS, …).',
     }),
     definitionHash: t.exposeString('definitionHash', {
       nullable: true,
@@ -143,7 +144,11 @@ export const RunRef = builder.objectRef<RunRecord>('Run').implement({
       description: 'sha256 of the rendered messages sent; null until they were rendered.',
     }),
     settings: t.field({ type: 'JSON', description: 'Effective settings, secrets redacted.', resolve: (r) => r.settings }),
-    output: t.exposeString('output', { nullable: true, description: 'The whole answer (partial for an aborted run); null while running.' }),
+    output: t.exposeString('output', {
+      nullable: true,
+      description:
+        "The whole answer: partial for an aborted or failed run, '' when no token came. Null while the run is live, and for a run ended by recovery (STALE, INTERRUPTED) before any of its tokens was written.",
+    }),
     parsedOutput: t.field({
       type: 'JSON',
       nullable: true,
@@ -169,7 +174,8 @@ export const RunRef = builder.objectRef<RunRecord>('Run').implement({
     usage: t.field({
       type: UsageRef,
       nullable: true,
-      description: 'Token usage over all model calls; null while running.',
+      description:
+        'Token usage over all model calls (zero when none was made). Null while the run is live, and for a run ended by recovery (STALE, INTERRUPTED): its process died before the vendor reported usage.',
       resolve: (r) => r.usage,
     }),
     cost: t.float({
