@@ -1,5 +1,7 @@
 import { createClient } from 'graphql-sse'
+import { createPromptlineClient } from 'promptline/client'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { sha256Hex } from '../../src/domain/hash.js'
 import { createSession, enqueue } from '../helpers/flow.js'
 import { startTestServer, type TestServer } from '../helpers/server.js'
 
@@ -52,6 +54,57 @@ describe.each([
       expect(results[0]!.data!.backends.map((b) => b.id)).toContain('fake')
     } finally {
       client.dispose()
+    }
+  })
+})
+
+describe('with API keys: SSE and promptline/client carry the key', () => {
+  const KEY = 'sse-client-key-0123456789'
+  let t: TestServer
+  beforeAll(async () => {
+    t = await startTestServer({
+      provider: 'sqlite',
+      apiKey: KEY,
+      app: { apiKeys: [{ sha256: sha256Hex(KEY), tenantId: 'acme', role: 'write' }] },
+    })
+  })
+  afterAll(() => t?.stop({ dropDatabase: true }))
+
+  it('serves graphql-sse (single connection) to a key, and refuses it without one', async () => {
+    const query = '{ backends { id } }'
+    const keyed = createClient({
+      url: `${t.http.url}/graphql/stream`,
+      singleConnection: true,
+      retryAttempts: 0,
+      headers: { authorization: `Bearer ${KEY}` },
+    })
+    const anonymous = createClient({ url: `${t.http.url}/graphql/stream`, singleConnection: true, retryAttempts: 0 })
+    try {
+      for await (const result of keyed.iterate<{ backends: unknown[] }>({ query })) expect(result.data!.backends.length).toBeGreaterThan(0)
+      const refused = (async () => {
+        for await (const result of anonymous.iterate({ query })) return result
+      })()
+      await expect(refused).rejects.toBeTruthy()
+    } finally {
+      keyed.dispose()
+      anonymous.dispose()
+    }
+  })
+
+  it('streams a run for promptline/client with its key, and answers a typed error without one', async () => {
+    const client = createPromptlineClient({ url: `${t.http.url}/graphql`, apiKey: KEY })
+    const anonymous = createPromptlineClient({ url: `${t.http.url}/graphql`, retry: { maxAttempts: 1 } })
+    try {
+      const sessionId = await client.createSession({ defaultProfileId: 'fake-echo' })
+      const { entry, run } = await client.runPrompt({ sessionId, input: 'keyed words' })
+      expect(run).toMatchObject({ status: 'COMPLETED', output: 'keyed words' })
+      const replayed = client.streamRun(entry.runId!)
+      expect(await replayed.done()).toMatchObject({ id: entry.runId, status: 'COMPLETED' })
+      await expect(anonymous.enqueue({ sessionId, input: 'no key' })).rejects.toMatchObject({ code: 'UNAUTHENTICATED' })
+      await expect(client.cancel(sessionId, 'no-such-entry')).rejects.toMatchObject({ code: 'NOT_FOUND', typename: 'NotFoundError' })
+    } finally {
+      await client.close()
+      await anonymous.close()
     }
   })
 })
