@@ -7,51 +7,17 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import WebSocket from 'ws'
 import { PROJECT_ROOT } from '../../src/config.js'
 import { startTestServer, type TestServer } from '../helpers/server.js'
+import * as walk from './walk-through.js'
 
 // The README's walk-through through Apollo Client 4: HTTP for queries and mutations, graphql-ws
 // for subscriptions, possibleTypes from the committed file.
 const possibleTypes = JSON.parse(readFileSync(`${PROJECT_ROOT}/schema/possible-types.json`, 'utf8'))
 
-const PREPARE = gql`
-  query Prepare {
-    preparePrompt(input: { promptId: "chat", variables: { input: "hi" } }) {
-      messages { role content }
-      renderedHash
-    }
-  }
-`
-const UPSERT = gql`
-  mutation Upsert($id: ID!) {
-    upsertPrompt(input: { id: $id, messages: [{ role: USER, content: "hi" }] }) {
-      __typename
-      ... on UpsertPromptPayload { prompt { id version } }
-      ... on Error { code message }
-    }
-  }
-`
-const CREATE_SESSION = gql`
-  mutation { createSession(input: { id: "apollo", defaultProfileId: "fake-echo" }) { __typename } }
-`
-const ENQUEUE = gql`
-  mutation Enqueue($input: EnqueuePromptInput!) {
-    enqueuePrompt(input: $input) {
-      __typename
-      ... on EnqueuePromptPayload { entry { id queueId status } }
-      ... on Error { code message }
-    }
-  }
-`
-const WATCH = gql`
-  subscription Watch {
-    sessionEvents(sessionId: "apollo", afterSequence: 0) {
-      __typename
-      sequence
-      ... on QueueEntryEvent { entry { id queueId status } }
-      ... on TokenDeltaEvent { text }
-      ... on RunFinishedEvent { run { id status output } }
-    }
-  }
-`
+const PREPARE = gql(walk.PREPARE)
+const UPSERT = gql(walk.UPSERT)
+const CREATE_SESSION = gql(walk.CREATE_SESSION)
+const ENQUEUE = gql(walk.ENQUEUE)
+const WATCH = gql(walk.WATCH)
 const ENTRY = gql`
   fragment CachedEntry on QueueEntry { id status }
 `
@@ -95,11 +61,14 @@ describe('Apollo Client 4 with a split link', () => {
   })
 
   it('streams the tokens of a subscription, and the cached queue entry ends COMPLETED', async () => {
-    await apollo.mutate({ mutation: CREATE_SESSION })
+    await apollo.mutate({ mutation: CREATE_SESSION, variables: { id: 'apollo' } })
     const tokens: string[] = []
     const finished = new Promise<{ status: string; output: string }>((resolve, reject) => {
       apollo
-        .subscribe<{ sessionEvents: { __typename: string; text?: string; run?: { status: string; output: string } } }>({ query: WATCH })
+        .subscribe<{ sessionEvents: { __typename: string; text?: string; run?: { status: string; output: string } } }>({
+          query: WATCH,
+          variables: { sessionId: 'apollo' },
+        })
         .subscribe({
           next: ({ data }) => {
             const event = data!.sessionEvents

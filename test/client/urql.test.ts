@@ -4,43 +4,19 @@ import { pipe, subscribe } from 'wonka'
 import WebSocket from 'ws'
 import { createUrql } from '../../examples/urql-client.js'
 import { startTestServer, type TestServer } from '../helpers/server.js'
+import * as walk from './walk-through.js'
 
 // The README's walk-through through urql with graphcache, subscriptions over graphql-ws or SSE.
 
-const UPSERT = gql`
-  mutation Upsert($id: ID!) {
-    upsertPrompt(input: { id: $id, messages: [{ role: USER, content: "hi" }] }) {
-      __typename
-      ... on UpsertPromptPayload { prompt { id version } }
-      ... on Error { code message }
-    }
-  }
-`
 const SESSION = gql`
   query Session($id: ID!) {
     session(id: $id) { id queue(includeTerminal: true) { id queueId status } }
   }
 `
-const ENQUEUE = gql`
-  mutation Enqueue($input: EnqueuePromptInput!) {
-    enqueuePrompt(input: $input) {
-      __typename
-      ... on EnqueuePromptPayload { entry { id queueId status } }
-      ... on Error { code message }
-    }
-  }
-`
-const WATCH = gql`
-  subscription Watch($sessionId: ID!) {
-    sessionEvents(sessionId: $sessionId, afterSequence: 0) {
-      __typename
-      sequence
-      ... on QueueEntryEvent { entry { id queueId status } }
-      ... on TokenDeltaEvent { text }
-      ... on RunFinishedEvent { run { id status output } }
-    }
-  }
-`
+const UPSERT = gql(walk.UPSERT)
+const CREATE_SESSION = gql(walk.CREATE_SESSION)
+const ENQUEUE = gql(walk.ENQUEUE)
+const WATCH = gql(walk.WATCH)
 
 describe.each(['graphql-ws', 'graphql-sse'] as const)(
   'urql with graphcache (examples/urql-client.ts), subscriptions over %s',
