@@ -39,11 +39,7 @@ describe.each(['graphql-ws', 'graphql-sse'] as const)(
 
     it('streams the tokens, and the cached session queue shows the entry COMPLETED', async () => {
       const sessionId = `urql-${transport}`
-      await urql
-        .mutation(gql`mutation($id: ID!) { createSession(input: { id: $id, defaultProfileId: "fake-echo" }) { __typename } }`, {
-          id: sessionId,
-        })
-        .toPromise()
+      await urql.mutation(CREATE_SESSION, { id: sessionId }).toPromise()
       const queued = await urql.query(SESSION, { id: sessionId }).toPromise()
       expect(queued.data.session.queue).toEqual([])
 
