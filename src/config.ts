@@ -11,7 +11,7 @@ import {
   type QueueLimits,
   type RequestLimits,
 } from './domain/limits.js'
-import { LOG_LEVELS, type LogLevel } from './domain/logger.js'
+import { LOG_FORMATS, LOG_LEVELS, type LogFormat, type LogLevel } from './domain/logger.js'
 import { type CoalescerOptions, DEFAULT_COALESCER_OPTIONS } from './runner/token-coalescer.js'
 
 /** The repository root (two folders above this file, in src/ and in dist/). */
@@ -60,6 +60,7 @@ const configSchema = z.object({
     .regex(/^\s*[A-Za-z_][A-Za-z0-9_]*(\s*,\s*[A-Za-z_][A-Za-z0-9_]*)*\s*$/, 'must be environment variable names separated by commas')
     .optional(),
   LOG_LEVEL: z.enum(LOG_LEVELS).default('info'),
+  LOG_FORMAT: z.enum(LOG_FORMATS).optional(),
   PROMPTLINE_MAX_OUTSTANDING_PER_SESSION: count(DEFAULT_QUEUE_LIMITS.maxOutstandingPerSession),
   PROMPTLINE_MAX_OUTSTANDING_BYTES_PER_SESSION: count(DEFAULT_QUEUE_LIMITS.maxOutstandingBytesPerSession),
   PROMPTLINE_MAX_PENDING_ADMISSIONS: count(DEFAULT_QUEUE_LIMITS.maxPendingAdmissions),
@@ -89,6 +90,8 @@ export interface Config {
   /** Variables a profile or request may name for any backend's key, besides those the backend names. */
   credentialEnvAllowlist: string[]
   logLevel: LogLevel
+  /** json for machines; pretty (pino-pretty) by default when stderr is a terminal. */
+  logFormat: LogFormat
   limits: QueueLimits
   requestLimits: RequestLimits
   /** Per-tenant budgets; none when unset. */
@@ -151,6 +154,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       .map((n) => n.trim())
       .filter(Boolean),
     logLevel: c.LOG_LEVEL,
+    logFormat: c.LOG_FORMAT ?? (process.stderr.isTTY ? 'pretty' : 'json'),
     limits: {
       maxOutstandingPerSession: c.PROMPTLINE_MAX_OUTSTANDING_PER_SESSION,
       maxOutstandingBytesPerSession: c.PROMPTLINE_MAX_OUTSTANDING_BYTES_PER_SESSION,

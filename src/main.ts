@@ -16,7 +16,7 @@ async function main(): Promise<void> {
     }
     throw err
   }
-  const logger = createLogger(config.logLevel)
+  const logger = createLogger(config.logLevel, undefined, config.logFormat)
   const app = await createApp(
     {
       databaseUrl: config.databaseUrl,

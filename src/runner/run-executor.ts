@@ -214,7 +214,7 @@ export class RunExecutor {
         }
       }
       const known = error instanceof PromptlineError
-      if (!known) this.deps.logger.error('run failed unexpectedly', { runId: run.id, error: (error as Error)?.message })
+      if (!known) recorder.logger.error('run failed unexpectedly', { error: (error as Error)?.message })
       return {
         status: 'FAILED',
         terminalReason: 'ERROR',

@@ -49,6 +49,8 @@ const now = () => new Date().toISOString()
  */
 export class RunRecorder {
   readonly run: RunRecord
+  /** Logs with the run's tenant, session, entry and run ids on every line. */
+  readonly logger: Logger
   private readonly heartbeat: NodeJS.Timeout
   private lastProgress = Date.now()
   private openCalls = 0
@@ -91,6 +93,7 @@ export class RunRecorder {
       terminalReason: null,
     }
     const { run } = this
+    this.logger = deps.logger.child({ tenantId: run.tenantId, sessionId: run.sessionId, queueId: entry.queueId, runId: run.id })
     entry.runId = run.id
     const claimed = { ...entry }
     // after the entry's own pending writes (a debounce that queued it), so the claim is the last word
@@ -190,7 +193,7 @@ export class RunRecorder {
       if (written) deps.sessions.appended(run.tenantId, run.sessionId!, messages)
       else final = (await deps.runs.find(run.tenantId, run.id)) ?? ended
     } catch (error) {
-      deps.logger.error('could not write the end of a run; the reaper will end it', { runId: run.id, error: (error as Error).message })
+      this.logger.error('could not write the end of a run; the reaper will end it', { error: (error as Error).message })
     }
     Object.assign(run, final)
     endEntry(entry, final, ending.unappliedSteerIds)

@@ -10,6 +10,7 @@ import { maskError } from '../schema/errors.js'
 import type { ApiKeyRing } from './api-keys.js'
 import { GRAPHIQL_OPTIONS, renderSelfHostedGraphiQL } from './graphiql.js'
 import { requestLimitPlugins } from './limits.js'
+import { useRequestLog } from './request-log.js'
 
 /** Where graphql-sse clients connect, in either mode of the GraphQL-over-SSE protocol. */
 export const SSE_ENDPOINT = '/graphql/stream'
@@ -87,6 +88,7 @@ export function createPromptlineYoga(options: {
     },
     plugins: [
       useProbes(options.probes, logger),
+      useRequestLog(logger),
       ...requestLimitPlugins(options.limits),
       useValidationErrorCode,
       // GraphQL over SSE: distinct connections on /graphql (yoga's own) and on /graphql/stream,

@@ -72,6 +72,18 @@ describe('the listening server', () => {
     expect(health.status).toBe(200)
   })
 
+  it("answers every request with its x-request-id: the caller's, or a new one", async () => {
+    const ask = (headers: Record<string, string>) =>
+      fetch(`${http.url}/graphql`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...headers },
+        body: JSON.stringify({ query: '{ backends { id } }' }),
+      })
+    expect((await ask({ 'x-request-id': 'trace-42' })).headers.get('x-request-id')).toBe('trace-42')
+    expect((await ask({ 'x-request-id': 'not a token\n' })).headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/)
+    expect((await ask({})).headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/)
+  })
+
   it('never shows a key in a response or a log line', async () => {
     const bodies: string[] = []
     const post = async (query: string, variables: unknown) => {
