@@ -199,4 +199,9 @@ export class CapacityPools {
     }
     return pool
   }
+
+  /** Every pool made so far, as it is now. */
+  snapshots(): { backendId: string; snapshot: CapacitySnapshot }[] {
+    return [...this.pools].map(([backendId, pool]) => ({ backendId, snapshot: pool.snapshot() }))
+  }
 }

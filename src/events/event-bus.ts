@@ -1,6 +1,7 @@
 import { FixedBuffer, Repeater } from '@repeaterjs/repeater'
 import type { SessionEvent, SessionEventData } from '../domain/events.js'
 import type { Logger } from '../domain/logger.js'
+import { type Metrics, NO_METRICS } from '../domain/metrics.js'
 import type { EventStore } from '../store/event-store.js'
 import type { SessionStore } from '../store/session-store.js'
 import { EventRelay } from './event-relay.js'
@@ -74,14 +75,21 @@ export class SessionEventBus {
     private readonly logger: Logger,
     private readonly options: EventBusOptions = DEFAULT_EVENT_BUS_OPTIONS,
     link: RedisLink | null = null,
+    metrics: Metrics = NO_METRICS,
   ) {
     this.relay = link && new EventRelay(link, (event) => this.notifyHere(event))
-    this.writer = new EventWriter(events, logger, options, (event) => {
-      const stream = this.streams.get(sessionTopic(event.tenantId, event.sessionId))
-      if (!stream) return
-      stream.stored = true
-      if (stream.unwritten[0] === event) stream.unwritten.shift()
-    })
+    this.writer = new EventWriter(
+      events,
+      logger,
+      options,
+      (event) => {
+        const stream = this.streams.get(sessionTopic(event.tenantId, event.sessionId))
+        if (!stream) return
+        stream.stored = true
+        if (stream.unwritten[0] === event) stream.unwritten.shift()
+      },
+      metrics,
+    )
   }
 
   /**

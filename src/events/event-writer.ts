@@ -1,5 +1,6 @@
 import type { SessionEvent } from '../domain/events.js'
 import type { Logger } from '../domain/logger.js'
+import type { Metrics } from '../domain/metrics.js'
 import type { EventStore } from '../store/event-store.js'
 
 /** Failed writes of one batch before it is written session by session. */
@@ -21,6 +22,7 @@ export class EventWriter {
     private readonly logger: Logger,
     private readonly options: { flushIntervalMs: number; batchSize: number },
     private readonly written: (event: SessionEvent) => void,
+    private readonly metrics: Metrics,
   ) {}
 
   enqueue(event: SessionEvent): void {
@@ -58,6 +60,7 @@ export class EventWriter {
     try {
       await this.events.append(batch)
       this.batchFailures = 0
+      this.metrics.eventsWritten(batch.length, Date.now() - Date.parse(batch[0]!.at))
       return
     } catch (error) {
       this.logger.error('could not write events; will retry', { count: batch.length, error: (error as Error).message })

@@ -265,6 +265,11 @@ export class PromptQueue {
     return [...queue.outstanding.values()].some((e) => e.status === 'SCHEDULED') ? 'SCHEDULED' : 'IDLE'
   }
 
+  /** Entries queued, scheduled or running in the sessions this process runs. */
+  get depth(): number {
+    return this.queues.outstanding
+  }
+
   /** The last sequence of the session's event stream, as its subscribers have seen it. */
   lastSequence(tenantId: string, sessionId: string): Promise<number> {
     return this.deps.bus.lastSequence(tenantId, sessionId)

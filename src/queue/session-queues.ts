@@ -80,6 +80,13 @@ export class SessionQueues {
     return this.loaded.get(sessionKey(tenantId, sessionId))
   }
 
+  /** Entries queued, scheduled or running in the loaded queues, counted without loading any. */
+  get outstanding(): number {
+    let count = 0
+    for (const { queue } of this.used.values()) count += queue.outstanding.size
+    return count
+  }
+
   all(): Promise<SessionQueue[]> {
     return Promise.all(this.loaded.values())
   }

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto'
 import type { SessionEventData } from '../domain/events.js'
 import { advanceEntry, advanceRun, entryStatusOf, isTerminalEntry } from '../domain/lifecycles.js'
 import type { Logger } from '../domain/logger.js'
+import type { Metrics } from '../domain/metrics.js'
 import type { ChatMessage, MessageRecord, QueueEntryRecord, RunRecord, RunStatus, TerminalReason } from '../domain/records.js'
 import type { SessionEventBus } from '../events/event-bus.js'
 import type { RunLedger } from '../store/run-ledger.js'
@@ -16,6 +17,7 @@ export interface RunRecorderDeps {
   saves: SaveQueue
   sessions: SessionMemory
   logger: Logger
+  metrics: Metrics
   /** How often a live run marks its row alive. */
   heartbeatMs: number
   /** A run that makes no progress (token, steer, repair) for this long is stopped. */
@@ -190,8 +192,10 @@ export class RunRecorder {
       const written = await deps.bus.commit(run.tenantId, run.sessionId!, run.id, events, (numbered) =>
         deps.ledger.finish({ run: ended, entry: endedEntry, messages, events: numbered }),
       )
-      if (written) deps.sessions.appended(run.tenantId, run.sessionId!, messages)
-      else final = (await deps.runs.find(run.tenantId, run.id)) ?? ended
+      if (written) {
+        deps.sessions.appended(run.tenantId, run.sessionId!, messages)
+        deps.metrics.runFinished(ended)
+      } else final = (await deps.runs.find(run.tenantId, run.id)) ?? ended
     } catch (error) {
       this.logger.error('could not write the end of a run; the reaper will end it', { error: (error as Error).message })
     }

@@ -36,6 +36,8 @@ import { SaveQueue } from '../store/save-queue.js'
 import { SessionMemory } from '../store/session-memory.js'
 import { openStore, type Store } from '../store/store.js'
 import { ApiKeyRing } from './api-keys.js'
+import { OpenSubscriptions } from './limits.js'
+import { PrometheusMetrics } from './metrics.js'
 import { createPromptlineYoga, type PromptlineYoga } from './yoga.js'
 
 /** Everything the server runs, wired once. Its owner calls `close()`. */
@@ -98,7 +100,8 @@ export async function createApp(options: AppOptions, secrets: SecretLookup, logg
     const preparer = new PromptPreparer(catalog, sessionMemory, secrets, allowlist)
     const saves = new SaveQueue((key, error) => logger.error('a record write failed', { key, error: (error as Error).message }))
     const busOptions = { ...DEFAULT_EVENT_BUS_OPTIONS, ...options.events }
-    const bus = new SessionEventBus(store.events, store.sessions, logger, busOptions, link)
+    const metrics = new PrometheusMetrics()
+    const bus = new SessionEventBus(store.events, store.sessions, logger, busOptions, link, metrics)
     const clients: Record<BackendKind, ModelClient> = {
       FAKE: new FakeModelClient(),
       OPENAI: new OpenAIModelClient(),
@@ -122,6 +125,7 @@ export async function createApp(options: AppOptions, secrets: SecretLookup, logg
       saves,
       sessions: sessionMemory,
       logger,
+      metrics,
       coalescer: options.coalescer ?? DEFAULT_COALESCER_OPTIONS,
       heartbeatMs: times.heartbeatMs,
       noProgressMs: times.noProgressMs,
@@ -148,7 +152,7 @@ export async function createApp(options: AppOptions, secrets: SecretLookup, logg
     const services = {
       catalog: new CatalogService(catalog, secrets, capacity, allowlist),
       sessions,
-      runs: new RunService(store, preparer, queue, bus, sessions, budgets, router),
+      runs: new RunService(store, preparer, queue, bus, sessions, budgets, router, metrics),
     }
     const keys = new ApiKeyRing(options.apiKeys ?? null)
     const limits = { ...DEFAULT_REQUEST_LIMITS, ...options.requestLimits }
@@ -167,7 +171,13 @@ export async function createApp(options: AppOptions, secrets: SecretLookup, logg
         return store.unready()
       },
     }
-    const yoga = createPromptlineYoga({ schema, services, probes, logger, keys, limits })
+    const subscriptions = new OpenSubscriptions()
+    metrics.readFrom({
+      queueDepth: () => queue.depth,
+      capacity: () => capacity.snapshots(),
+      openSubscriptions: () => subscriptions.total,
+    })
+    const yoga = createPromptlineYoga({ schema, services, probes, logger, keys, limits, metrics, subscriptions })
     await router.start()
     await queue.recover()
     ownership.start()

@@ -36,26 +36,34 @@ const useParseOverflowGuard: Plugin = {
 const rateLimited = (message: string) => createGraphQLError(message, { extensions: { http: { statusCode: 429 } } })
 
 /** At most `max` subscriptions open at once per key, on every transport; each one counts until it ends. */
-function useSubscriptionCap(max: number): Plugin {
-  const open = new Map<string, number>()
+/** The subscriptions open on this instance, per key (capped) and in all (a metric). */
+export class OpenSubscriptions {
+  readonly byKey = new Map<string, number>()
+  total = 0
+}
+
+function useSubscriptionCap(max: number, open: OpenSubscriptions): Plugin {
+  const { byKey } = open
   return {
     onSubscribe({ args, setResultAndStopExecution }) {
       const keyId = (args.contextValue as { keyId?: string }).keyId ?? 'unknown'
-      const count = open.get(keyId) ?? 0
+      const count = byKey.get(keyId) ?? 0
       if (count >= max) {
         setResultAndStopExecution({
           errors: [rateLimited(`this key already holds ${max} open subscriptions (PROMPTLINE_MAX_SUBSCRIPTIONS_PER_KEY)`)],
         })
         return
       }
-      open.set(keyId, count + 1)
+      byKey.set(keyId, count + 1)
+      open.total++
       let released = false
       const release = () => {
         if (released) return
         released = true
-        const left = (open.get(keyId) ?? 1) - 1
-        if (left > 0) open.set(keyId, left)
-        else open.delete(keyId)
+        open.total--
+        const left = (byKey.get(keyId) ?? 1) - 1
+        if (left > 0) byKey.set(keyId, left)
+        else byKey.delete(keyId)
       }
       return {
         onSubscribeResult: ({ result }) => (Symbol.asyncIterator in Object(result) ? { onEnd: release } : release()),
@@ -70,7 +78,7 @@ function useSubscriptionCap(max: number): Plugin {
  * "simple" request must carry a custom header; Authorization counts), and introspection only
  * when the schema is public.
  */
-export function requestLimitPlugins(limits: RequestLimits): Plugin[] {
+export function requestLimitPlugins(limits: RequestLimits, subscriptions: OpenSubscriptions): Plugin[] {
   const reject = { onReject: [tooComplex], propagateOnRejection: true, exposeLimits: true }
   return [
     EnvelopArmorPlugin({
@@ -96,7 +104,7 @@ export function requestLimitPlugins(limits: RequestLimits): Plugin[] {
         },
       ],
     }) as Plugin,
-    useSubscriptionCap(limits.subscriptionsPerKey),
+    useSubscriptionCap(limits.subscriptionsPerKey, subscriptions),
     useCSRFPrevention({ requestHeaders: ['x-graphql-yoga-csrf', 'authorization'] }),
     ...(limits.publicSchema ? [] : [useDisableIntrospection() as Plugin]),
   ]

@@ -1,4 +1,5 @@
 import { useGraphQLSSE } from '@graphql-yoga/plugin-graphql-sse'
+import { usePrometheus } from '@graphql-yoga/plugin-prometheus'
 import type { GraphQLSchema } from 'graphql'
 import { createYoga, type Plugin, type YogaServerInstance } from 'graphql-yoga'
 import type { Principal } from '../domain/access.js'
@@ -9,7 +10,8 @@ import type { Context, Services } from '../schema/context.js'
 import { maskError } from '../schema/errors.js'
 import type { ApiKeyRing } from './api-keys.js'
 import { GRAPHIQL_OPTIONS, renderSelfHostedGraphiQL } from './graphiql.js'
-import { requestLimitPlugins } from './limits.js'
+import { type OpenSubscriptions, requestLimitPlugins } from './limits.js'
+import type { PrometheusMetrics } from './metrics.js'
 import { useRequestLog } from './request-log.js'
 
 /** Where graphql-sse clients connect, in either mode of the GraphQL-over-SSE protocol. */
@@ -70,6 +72,8 @@ export function createPromptlineYoga(options: {
   logger: Logger
   keys: ApiKeyRing
   limits: RequestLimits
+  metrics: PrometheusMetrics
+  subscriptions: OpenSubscriptions
 }): PromptlineYoga {
   const { schema, services, logger } = options
   return createYoga<Record<string, unknown>, Context>({
@@ -89,7 +93,9 @@ export function createPromptlineYoga(options: {
     plugins: [
       useProbes(options.probes, logger),
       useRequestLog(logger),
-      ...requestLimitPlugins(options.limits),
+      ...requestLimitPlugins(options.limits, options.subscriptions),
+      // GET /metrics: promptline's series and Yoga's GraphQL operation series, one registry
+      usePrometheus({ registry: options.metrics.registry, endpoint: '/metrics' }),
       useValidationErrorCode,
       // GraphQL over SSE: distinct connections on /graphql (yoga's own) and on /graphql/stream,
       // single connection mode (one reserved stream per client, operations by PUT/POST) on /graphql/stream

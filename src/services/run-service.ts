@@ -1,8 +1,9 @@
 import { z } from 'zod'
 import type { BudgetUsage } from '../domain/budgets.js'
 import { idSchema, parseInput } from '../domain/definitions.js'
-import { NotFoundError } from '../domain/errors.js'
+import { BudgetExceededError, NotFoundError, QueueFullError, SessionBusyError } from '../domain/errors.js'
 import type { SessionEvent } from '../domain/events.js'
+import type { Metrics } from '../domain/metrics.js'
 import type { QueueEntryRecord, QueueEntryView, RunCursor, RunFilter, RunRecord, WhenBusy } from '../domain/records.js'
 import { MAX_TEXT, parseRunRequest } from '../domain/run-request.js'
 import type { SessionEventBus } from '../events/event-bus.js'
@@ -44,6 +45,7 @@ export class RunService {
     private readonly sessions: SessionService,
     private readonly budgets: BudgetGuard,
     private readonly router: SessionRouter,
+    private readonly metrics: Metrics,
   ) {
     router.handle('enqueue', (t: string, input: Record<string, unknown>, w: WhenBusy) => this.enqueueHere(t, input, w))
     router.handle('runPrompt', (t: string, input: Record<string, unknown>, w: WhenBusy, ms: number) => this.runPromptHere(t, input, w, ms))
@@ -89,7 +91,25 @@ export class RunService {
   }
 
   private async enqueueHere(tenantId: string, input: Record<string, unknown>, whenBusy: WhenBusy): Promise<QueueEntryRecord> {
-    return this.queue.admit({ ...(await this.admission(tenantId, input)), whenBusy })
+    return this.counted(async () => this.queue.admit({ ...(await this.admission(tenantId, input)), whenBusy }))
+  }
+
+  /** An admission, its refusal by a limit, a busy session or a budget counted by reason. */
+  private async counted<T>(admit: () => Promise<T>): Promise<T> {
+    try {
+      return await admit()
+    } catch (error) {
+      const reason =
+        error instanceof QueueFullError
+          ? error.limit
+          : error instanceof SessionBusyError
+            ? 'sessionBusy'
+            : error instanceof BudgetExceededError
+              ? 'budget'
+              : null
+      if (reason) this.metrics.admissionRefused(reason)
+      throw error
+    }
   }
 
   /** Enqueues and waits for the run to end, or for `timeoutMs` (answering with the entry still running). */
@@ -118,11 +138,13 @@ export class RunService {
   private async scheduleHere(tenantId: string, input: Record<string, unknown>): Promise<QueueEntryRecord> {
     const { scheduleKey, debounceMs, ...rest } = input
     const schedule = parseInput(scheduleSchema, { scheduleKey, debounceMs }, 'input')
-    return this.queue.admit({
-      ...(await this.admission(tenantId, rest)),
-      whenBusy: 'ENQUEUE',
-      schedule: { key: schedule.scheduleKey, debounceMs: schedule.debounceMs ?? 0 },
-    })
+    return this.counted(async () =>
+      this.queue.admit({
+        ...(await this.admission(tenantId, rest)),
+        whenBusy: 'ENQUEUE',
+        schedule: { key: schedule.scheduleKey, debounceMs: schedule.debounceMs ?? 0 },
+      }),
+    )
   }
 
   async cancelScheduled(tenantId: string, sessionId: string, scheduleKey: string): Promise<boolean> {

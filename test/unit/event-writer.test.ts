@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest'
 import type { SessionEvent } from '../../src/domain/events.js'
 import { createLogger } from '../../src/domain/logger.js'
+import { NO_METRICS } from '../../src/domain/metrics.js'
 import { EventWriter } from '../../src/events/event-writer.js'
 import type { EventStore } from '../../src/store/event-store.js'
 
@@ -32,7 +33,13 @@ describe('the event writer', () => {
   it("keeps writing every other session's events when the database refuses one session's rows", async () => {
     const { stored, store } = refusingStore()
     const written: SessionEvent[] = []
-    const writer = new EventWriter(store, createLogger('silent'), { flushIntervalMs: 60_000, batchSize: 500 }, (e) => written.push(e))
+    const writer = new EventWriter(
+      store,
+      createLogger('silent'),
+      { flushIntervalMs: 60_000, batchSize: 500 },
+      (e) => written.push(e),
+      NO_METRICS,
+    )
     const batch = [event('good', 1), event('bad', 1), event('other', 1), event('good', 2)]
     for (const e of batch) writer.enqueue(e)
     // the first failures leave the batch queued for a retry (the database may come back)

@@ -1,0 +1,141 @@
+import { Counter, Gauge, Histogram, Registry } from 'prom-client'
+import type { CapacitySnapshot } from '../capacity/capacity-pool.js'
+import type { Metrics } from '../domain/metrics.js'
+import type { RunRecord } from '../domain/records.js'
+
+/** What the gauges read when Prometheus scrapes. */
+export interface MetricSources {
+  queueDepth(): number
+  capacity(): { backendId: string; snapshot: CapacitySnapshot }[]
+  openSubscriptions(): number
+}
+
+const seconds = (from: string, to: string) => (Date.parse(to) - Date.parse(from)) / 1000
+
+/** promptline's own series in one registry (Yoga's Prometheus plugin adds the GraphQL ones to it). */
+export class PrometheusMetrics implements Metrics {
+  readonly registry = new Registry()
+  private readonly runs: Counter<'status' | 'backend' | 'model'>
+  private readonly refusals: Counter<'reason'>
+  private readonly tokens: Counter<'direction' | 'backend' | 'model'>
+  private readonly cost: Counter<'backend' | 'model'>
+  private readonly firstToken: Histogram<'backend' | 'model'>
+  private readonly duration: Histogram<'status' | 'backend' | 'model'>
+  private readonly writeLag: Histogram
+  private readonly eventsWrittenTotal: Counter
+  private sources: MetricSources | null = null
+
+  constructor() {
+    const registers = [this.registry]
+    this.runs = new Counter({
+      name: 'promptline_runs_total',
+      help: 'Runs ended, by status, backend and model.',
+      labelNames: ['status', 'backend', 'model'],
+      registers,
+    })
+    this.refusals = new Counter({
+      name: 'promptline_admission_refusals_total',
+      help: 'Prompts refused at admission, by the limit that refused them (or sessionBusy, budget).',
+      labelNames: ['reason'],
+      registers,
+    })
+    this.tokens = new Counter({
+      name: 'promptline_tokens_total',
+      help: 'Tokens of ended runs, by direction (input, output), backend and model.',
+      labelNames: ['direction', 'backend', 'model'],
+      registers,
+    })
+    this.cost = new Counter({
+      name: 'promptline_cost_usd_total',
+      help: 'USD of ended runs that had a price, by backend and model.',
+      labelNames: ['backend', 'model'],
+      registers,
+    })
+    this.firstToken = new Histogram({
+      name: 'promptline_first_token_seconds',
+      help: 'From a run’s start to its first token.',
+      labelNames: ['backend', 'model'],
+      buckets: [0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30],
+      registers,
+    })
+    this.duration = new Histogram({
+      name: 'promptline_run_duration_seconds',
+      help: 'From a run’s start to its end, by status.',
+      labelNames: ['status', 'backend', 'model'],
+      buckets: [0.1, 0.5, 1, 2, 5, 10, 30, 60, 120, 300],
+      registers,
+    })
+    this.writeLag = new Histogram({
+      name: 'promptline_event_write_lag_seconds',
+      help: 'From publishing an event to its batch being written (the oldest event of each batch).',
+      buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5],
+      registers,
+    })
+    this.eventsWrittenTotal = new Counter({
+      name: 'promptline_events_written_total',
+      help: 'Session events written by the batched writer (a run’s last events go in its end’s transaction).',
+      registers,
+    })
+    const self = this
+    new Gauge({
+      name: 'promptline_queue_depth',
+      help: 'Entries queued, scheduled or running in the sessions this instance runs.',
+      registers,
+      collect() {
+        this.set(self.sources?.queueDepth() ?? 0)
+      },
+    })
+    new Gauge({
+      name: 'promptline_open_subscriptions',
+      help: 'GraphQL subscriptions open on this instance.',
+      registers,
+      collect() {
+        this.set(self.sources?.openSubscriptions() ?? 0)
+      },
+    })
+    const capacity = (name: string, help: string, read: (s: CapacitySnapshot) => number) =>
+      new Gauge({
+        name,
+        help,
+        labelNames: ['backend'],
+        registers,
+        collect() {
+          this.reset()
+          for (const { backendId, snapshot } of self.sources?.capacity() ?? []) this.set({ backend: backendId }, read(snapshot))
+        },
+      })
+    capacity('promptline_capacity_active_limit', 'The adaptive limit of model calls in flight per backend.', (s) => s.activeLimit)
+    capacity('promptline_capacity_active', 'Model calls in flight per backend.', (s) => s.active)
+    capacity(
+      'promptline_capacity_waiting',
+      'Runs waiting for a lease, plus calls waiting for a permit, per backend.',
+      (s) => s.waiting + s.callsWaiting,
+    )
+  }
+
+  /** The gauges' readings, once the parts they read exist. */
+  readFrom(sources: MetricSources): void {
+    this.sources = sources
+  }
+
+  runFinished(run: RunRecord): void {
+    const labels = { backend: run.backendId ?? 'none', model: run.model ?? 'none' }
+    this.runs.inc({ ...labels, status: run.status })
+    if (run.finishedAt) this.duration.observe({ ...labels, status: run.status }, seconds(run.startedAt, run.finishedAt))
+    if (run.firstTokenAt) this.firstToken.observe(labels, seconds(run.startedAt, run.firstTokenAt))
+    if (run.usage) {
+      this.tokens.inc({ ...labels, direction: 'input' }, run.usage.inputTokens)
+      this.tokens.inc({ ...labels, direction: 'output' }, run.usage.outputTokens)
+    }
+    if (run.costUsd !== null) this.cost.inc(labels, run.costUsd)
+  }
+
+  admissionRefused(reason: string): void {
+    this.refusals.inc({ reason })
+  }
+
+  eventsWritten(count: number, lagMs: number): void {
+    this.eventsWrittenTotal.inc(count)
+    this.writeLag.observe(lagMs / 1000)
+  }
+}

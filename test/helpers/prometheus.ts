@@ -1,0 +1,30 @@
+/** One sample line of the Prometheus text format: `name{label="value",…} number`. */
+export interface PrometheusSample {
+  name: string
+  labels: Record<string, string>
+  value: number
+}
+
+const COMMENT = /^# (HELP|TYPE) [a-zA-Z_:][a-zA-Z0-9_:]* .*$/
+const SAMPLE = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (-?[0-9.e+-]+|NaN|[+-]Inf)$/
+const LABEL = /([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"(?:,|$)/gy
+
+/** Parses the Prometheus text exposition format strictly: a line that is neither a comment nor a sample throws. */
+export function parsePrometheusText(text: string): PrometheusSample[] {
+  const samples: PrometheusSample[] = []
+  for (const line of text.split('\n')) {
+    if (line === '' || COMMENT.test(line)) continue
+    const match = SAMPLE.exec(line)
+    if (!match) throw new Error(`not Prometheus text: ${line}`)
+    const labels: Record<string, string> = {}
+    const body = match[2] ?? ''
+    LABEL.lastIndex = 0
+    while (LABEL.lastIndex < body.length) {
+      const label = LABEL.exec(body)
+      if (!label) throw new Error(`bad labels: ${line}`)
+      labels[label[1]!] = label[2]!
+    }
+    samples.push({ name: match[1]!, labels, value: Number(match[3]) })
+  }
+  return samples
+}
