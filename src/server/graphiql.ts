@@ -1,4 +1,3 @@
-import { renderGraphiQL } from '@graphql-yoga/render-graphiql'
 import type { GraphiQLOptions } from 'graphql-yoga'
 
 /** The README's walk-through, one tab each, for a first visit (GraphiQL keeps the user's tabs after). */
@@ -62,10 +61,12 @@ export const GRAPHIQL_OPTIONS: GraphiQLOptions = {
   defaultTabs: WALK_THROUGH_TABS,
 }
 
-let page: string | undefined
+let page: Promise<string> | undefined
 
 /**
  * The self-contained GraphiQL page (its script, styles and editor workers inline, no CDN), so it
- * works on a machine without internet access. Rendered once: about 9 MB, the same for everyone.
+ * works on a machine without internet access. Its bundle (about 9 MB, some 40 MB of memory once
+ * loaded) is loaded on the first visit, not at start; the page is rendered once, the same for everyone.
  */
-export const renderSelfHostedGraphiQL = (options: GraphiQLOptions): string => (page ??= renderGraphiQL(options))
+export const renderSelfHostedGraphiQL = (options: GraphiQLOptions): Promise<string> =>
+  (page ??= import('@graphql-yoga/render-graphiql').then(({ renderGraphiQL }) => renderGraphiQL(options)))
