@@ -58,7 +58,6 @@ export const backendSchema = z.strictObject({
     .strictObject({ maxAttempts: count(1, 10), baseDelayMs: count(0, 60_000), maxDelayMs: count(0, 600_000) })
     .partial()
     .nullish(),
-  /** USD per million tokens, by model; a model without a price has a null cost. */
   /** Base URLs besides baseUrl that profiles of this backend may send to (never with this backend's own key). */
   endpoints: z
     .array(z.url({ protocol: /^https?$/ }))
@@ -66,7 +65,19 @@ export const backendSchema = z.strictObject({
     .nullish(),
   /** Environment variables, besides credentialEnv, that profiles and requests may name for this backend's key. */
   credentialEnvs: z.array(envNameSchema).max(64).nullish(),
-  prices: z.record(z.string(), z.strictObject({ inputPerMillion: z.number().min(0), outputPerMillion: z.number().min(0) })).nullish(),
+  /** USD per million tokens, by model: overrides the bundled price table (for private or unlisted models). */
+  prices: z
+    .record(
+      z.string(),
+      z.strictObject({
+        inputPerMillion: z.number().min(0),
+        outputPerMillion: z.number().min(0),
+        /** Cache reads and writes; the input price when absent. */
+        cacheReadPerMillion: z.number().min(0).nullish(),
+        cacheWritePerMillion: z.number().min(0).nullish(),
+      }),
+    )
+    .nullish(),
 })
 export type BackendDefinition = z.infer<typeof backendSchema>
 

@@ -88,9 +88,36 @@ export interface QueueEntryRecord {
   finishedAt: string | null
 }
 
+/** Token counts, normalized across vendors. */
 export interface Usage {
+  /** Every input token, the cached ones (read or written) among them. */
   inputTokens: number
   outputTokens: number
+  /** Input tokens read from the vendor's prompt cache. */
+  cacheReadTokens: number
+  /** Input tokens written to the vendor's prompt cache. */
+  cacheWriteTokens: number
+  /** Output tokens spent on reasoning (counted in outputTokens too). */
+  reasoningTokens: number
+}
+
+/** A usage with the given counts, the others 0. */
+export const usageOf = (counts: Partial<Usage> = {}): Usage => ({
+  inputTokens: 0,
+  outputTokens: 0,
+  cacheReadTokens: 0,
+  cacheWriteTokens: 0,
+  reasoningTokens: 0,
+  ...counts,
+})
+
+/** Adds `more` into `total`. */
+export function addUsage(total: Usage, more: Usage): void {
+  total.inputTokens += more.inputTokens
+  total.outputTokens += more.outputTokens
+  total.cacheReadTokens += more.cacheReadTokens
+  total.cacheWriteTokens += more.cacheWriteTokens
+  total.reasoningTokens += more.reasoningTokens
 }
 
 /** One try of one candidate during a run. */
@@ -149,6 +176,8 @@ export interface RunRecord {
   usage: Usage | null
   /** USD, from the catalog's prices; null when a model used has no price. */
   costUsd: number | null
+  /** Where costUsd's prices came from: `genai-prices <version>`, `catalog`, or both; null without a cost. */
+  priceTable: string | null
   startedAt: string
   firstTokenAt: string | null
   finishedAt: string | null

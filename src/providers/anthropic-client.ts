@@ -1,5 +1,6 @@
 import type Anthropic from '@anthropic-ai/sdk'
 import type { ChatMessage } from '../domain/records.js'
+import { usageOf } from '../domain/records.js'
 import { ClientCache } from './client-cache.js'
 import type { GenerateEvent, GenerateRequest, ModelClient } from './model-client.js'
 import { classifyVendorError } from './provider-error.js'
@@ -43,19 +44,26 @@ export class AnthropicModelClient implements ModelClient {
       ...(settings.stop != null && settings.stop.length > 0 && { stop_sequences: settings.stop }),
       ...settings.extra,
     }
-    let inputTokens = 0
-    let outputTokens = 0
+    let usage = usageOf()
     let finishReason = 'unknown'
     try {
       const stream = await client.messages.create(body, { signal })
       for await (const event of stream) {
         if (event.type === 'message_start') {
-          inputTokens = event.message.usage.input_tokens
-          outputTokens = event.message.usage.output_tokens
+          // Anthropic's input_tokens leave the cached ones out: add them, so inputTokens counts every input token
+          const { input_tokens, output_tokens, cache_read_input_tokens, cache_creation_input_tokens } = event.message.usage
+          const cacheReadTokens = cache_read_input_tokens ?? 0
+          const cacheWriteTokens = cache_creation_input_tokens ?? 0
+          usage = usageOf({
+            inputTokens: input_tokens + cacheReadTokens + cacheWriteTokens,
+            outputTokens: output_tokens,
+            cacheReadTokens,
+            cacheWriteTokens,
+          })
         } else if (event.type === 'content_block_delta' && event.delta.type === 'text_delta') {
           yield { type: 'delta', text: event.delta.text }
         } else if (event.type === 'message_delta') {
-          outputTokens = event.usage.output_tokens
+          usage.outputTokens = event.usage.output_tokens
           finishReason = event.delta.stop_reason ?? finishReason
         }
       }
@@ -65,6 +73,6 @@ export class AnthropicModelClient implements ModelClient {
       if (signal.aborted) throw signal.reason
       throw classifyVendorError(error, 'Anthropic', request.credential.reveal())
     }
-    yield { type: 'end', usage: { inputTokens, outputTokens }, finishReason }
+    yield { type: 'end', usage, finishReason }
   }
 }

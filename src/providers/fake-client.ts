@@ -1,4 +1,5 @@
 import { GenerationError } from '../domain/errors.js'
+import { usageOf } from '../domain/records.js'
 import { sleep } from '../domain/sleep.js'
 import type { GenerateEvent, GenerateRequest, ModelClient } from './model-client.js'
 
@@ -42,6 +43,6 @@ export class FakeModelClient implements ModelClient {
       }
     }
     const inputTokens = request.messages.reduce((n, m) => n + countWords(m.content), 0)
-    yield { type: 'end', usage: { inputTokens, outputTokens: emitted }, finishReason: 'stop' }
+    yield { type: 'end', usage: usageOf({ inputTokens, outputTokens: emitted }), finishReason: 'stop' }
   }
 }

@@ -1,4 +1,5 @@
 import type OpenAI from 'openai'
+import { usageOf } from '../domain/records.js'
 import { ClientCache } from './client-cache.js'
 import type { GenerateEvent, GenerateRequest, ModelClient } from './model-client.js'
 import { classifyVendorError } from './provider-error.js'
@@ -33,8 +34,7 @@ export class OpenAIModelClient implements ModelClient {
       ...(settings.reasoningEffort != null && { reasoning_effort: settings.reasoningEffort as 'low' }),
       ...settings.extra,
     }
-    let inputTokens = 0
-    let outputTokens = 0
+    let usage = usageOf()
     let finishReason = 'unknown'
     try {
       const stream = await client.chat.completions.create(body, { signal })
@@ -43,8 +43,13 @@ export class OpenAIModelClient implements ModelClient {
         if (choice?.delta?.content) yield { type: 'delta', text: choice.delta.content }
         if (choice?.finish_reason) finishReason = choice.finish_reason
         if (chunk.usage) {
-          inputTokens = chunk.usage.prompt_tokens
-          outputTokens = chunk.usage.completion_tokens
+          // OpenAI's prompt_tokens already include the cached ones
+          usage = usageOf({
+            inputTokens: chunk.usage.prompt_tokens,
+            outputTokens: chunk.usage.completion_tokens,
+            cacheReadTokens: chunk.usage.prompt_tokens_details?.cached_tokens ?? 0,
+            reasoningTokens: chunk.usage.completion_tokens_details?.reasoning_tokens ?? 0,
+          })
         }
       }
       // the SDK streams end quietly when aborted: that is not a finished answer
@@ -53,6 +58,6 @@ export class OpenAIModelClient implements ModelClient {
       if (signal.aborted) throw signal.reason
       throw classifyVendorError(error, 'OpenAI', request.credential.reveal())
     }
-    yield { type: 'end', usage: { inputTokens, outputTokens }, finishReason }
+    yield { type: 'end', usage, finishReason }
   }
 }

@@ -1,11 +1,12 @@
 import type { CapacityPools, Release } from '../capacity/capacity-pool.js'
 import type { Backend } from '../domain/catalog.js'
 import { CredentialsError, GenerationError, PromptlineError } from '../domain/errors.js'
-import type { ChatMessage, FailoverAttempt, Usage } from '../domain/records.js'
+import { addUsage, type ChatMessage, type FailoverAttempt, type Usage, usageOf } from '../domain/records.js'
 import { sleep } from '../domain/sleep.js'
 import type { ModelClient } from '../providers/model-client.js'
 import { classifyVendorError, ProviderError } from '../providers/provider-error.js'
 import type { Candidate } from './prepare.js'
+import { priceOf } from './pricing.js'
 
 export const DEFAULT_RETRY = { maxAttempts: 3, baseDelayMs: 250, maxDelayMs: 10_000 }
 
@@ -24,9 +25,11 @@ export interface ModelCallerDeps {
  */
 export class ModelCaller {
   readonly attempts: FailoverAttempt[] = []
-  readonly usage: Usage = { inputTokens: 0, outputTokens: 0 }
+  readonly usage: Usage = usageOf()
   /** USD; null as soon as one call's model has no price. */
   cost: number | null = 0
+  /** The price tables the cost came from. */
+  readonly priceTables = new Set<string>()
   private current = 0
   private readonly skipped = new Set<number>()
 
@@ -95,14 +98,14 @@ export class ModelCaller {
           }
           signal.throwIfAborted()
           // a stream ended early never reports usage: count the deltas that arrived
-          this.charge(candidate, reported ?? { inputTokens: 0, outputTokens: deltas })
+          this.charge(candidate, reported ?? usageOf({ outputTokens: deltas }))
           pool.succeeded()
           this.record(candidate, 'SUCCEEDED', null, performance.now() - started, attempt)
           this.current = index
           return { text, endedEarly }
         } catch (error) {
           if (signal.aborted) {
-            this.charge(candidate, { inputTokens: 0, outputTokens: deltas })
+            this.charge(candidate, usageOf({ outputTokens: deltas }))
             throw signal.reason
           }
           const failure =
@@ -112,7 +115,7 @@ export class ModelCaller {
           this.record(candidate, 'FAILED', failure.reason, performance.now() - started, attempt)
           if (failure.reason === 'RATE_LIMITED' || failure.reason === 'OVERLOADED') pool.throttled(failure.retryAfterMs)
           if (deltas > 0) {
-            this.charge(candidate, { inputTokens: 0, outputTokens: deltas })
+            this.charge(candidate, usageOf({ outputTokens: deltas }))
             throw new GenerationError(`${failure.message} after ${deltas} tokens had been streamed; not retried, so no text is repeated`)
           }
           if (failure.kind === 'FATAL') throw error instanceof PromptlineError ? error : new GenerationError(failure.message)
@@ -142,14 +145,11 @@ export class ModelCaller {
   }
 
   private charge(candidate: Candidate, usage: Usage): void {
-    this.usage.inputTokens += usage.inputTokens
-    this.usage.outputTokens += usage.outputTokens
+    addUsage(this.usage, usage)
     if (usage.inputTokens === 0 && usage.outputTokens === 0) return
-    const price = candidate.backend.prices?.[candidate.model]
-    this.cost =
-      price && this.cost !== null
-        ? this.cost + (usage.inputTokens * price.inputPerMillion + usage.outputTokens * price.outputPerMillion) / 1e6
-        : null
+    const price = priceOf(candidate.backend, candidate.model, usage)
+    if (price) this.priceTables.add(price.table)
+    this.cost = price && this.cost !== null ? this.cost + price.usd : null
   }
 
   private record(

@@ -1,7 +1,7 @@
 import type { CapacityPools, Release } from '../capacity/capacity-pool.js'
 import type { Backend } from '../domain/catalog.js'
 import { PromptlineError } from '../domain/errors.js'
-import type { QueueEntryRecord, RunRecord, TerminalReason } from '../domain/records.js'
+import { addUsage, type QueueEntryRecord, type RunRecord, type TerminalReason, usageOf } from '../domain/records.js'
 import { redactSettings } from '../domain/settings.js'
 import type { ModelClient } from '../providers/model-client.js'
 import { type AnswerHooks, type AnswerProgress, produceAnswer } from './answer.js'
@@ -243,12 +243,14 @@ function follow(run: RunRecord, candidate: Candidate): void {
 /** Output, usage, cost and attempts of every branch, on the run. */
 function tally(run: RunRecord, output: string, branches: Branch[]): void {
   run.output = output
-  run.usage = { inputTokens: 0, outputTokens: 0 }
+  run.usage = usageOf()
   run.costUsd = branches.length === 0 ? null : 0
+  const tables = new Set<string>()
   for (const b of branches) {
-    run.usage.inputTokens += b.caller.usage.inputTokens
-    run.usage.outputTokens += b.caller.usage.outputTokens
+    addUsage(run.usage, b.caller.usage)
     run.costUsd = run.costUsd === null || b.caller.cost === null ? null : run.costUsd + b.caller.cost
+    for (const table of b.caller.priceTables) tables.add(table)
   }
+  run.priceTable = run.costUsd === null || tables.size === 0 ? null : [...tables].sort().join(', ')
   run.failoverAttempts = branches.flatMap((b) => b.caller.attempts)
 }

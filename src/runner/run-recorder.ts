@@ -85,6 +85,7 @@ export class RunRecorder {
       alternatives: [],
       usage: null,
       costUsd: null,
+      priceTable: null,
       startedAt: now(),
       firstTokenAt: null,
       finishedAt: null,
@@ -195,6 +196,16 @@ export class RunRecorder {
       if (written) {
         deps.sessions.appended(run.tenantId, run.sessionId!, messages)
         deps.metrics.runFinished(ended)
+        this.logger.info('run finished', {
+          status: ended.status,
+          terminalReason: ended.terminalReason,
+          errorCode: ended.errorCode,
+          errorMessage: ended.errorMessage,
+          backendId: ended.backendId,
+          model: ended.model,
+          usage: ended.usage,
+          costUsd: ended.costUsd,
+        })
       } else final = (await deps.runs.find(run.tenantId, run.id)) ?? ended
     } catch (error) {
       this.logger.error('could not write the end of a run; the reaper will end it', { error: (error as Error).message })

@@ -37,12 +37,30 @@ const CapacityRef = builder.objectRef<CapacitySnapshot>('BackendCapacity').imple
   }),
 })
 
-const PriceRef = builder.objectRef<{ model: string; inputPerMillion: number; outputPerMillion: number }>('ModelPrice').implement({
+type ModelPrice = {
+  model: string
+  inputPerMillion: number
+  outputPerMillion: number
+  cacheReadPerMillion?: number | null
+  cacheWritePerMillion?: number | null
+}
+
+const PriceRef = builder.objectRef<ModelPrice>('ModelPrice').implement({
   description: 'USD per million tokens.',
   fields: (t) => ({
     model: t.exposeString('model', { description: 'The model priced.' }),
-    inputPerMillion: t.exposeFloat('inputPerMillion', { description: 'USD per million input tokens.' }),
+    inputPerMillion: t.exposeFloat('inputPerMillion', { description: 'USD per million uncached input tokens.' }),
     outputPerMillion: t.exposeFloat('outputPerMillion', { description: 'USD per million output tokens.' }),
+    cacheReadPerMillion: t.float({
+      nullable: true,
+      description: 'USD per million input tokens read from the cache; null: the input price.',
+      resolve: (p) => p.cacheReadPerMillion ?? null,
+    }),
+    cacheWritePerMillion: t.float({
+      nullable: true,
+      description: 'USD per million input tokens written to the cache; null: the input price.',
+      resolve: (p) => p.cacheWritePerMillion ?? null,
+    }),
   }),
 })
 
@@ -69,7 +87,7 @@ export const BackendRef = builder.objectRef<Backend>('Backend').implement({
     }),
     prices: t.field({
       type: [PriceRef],
-      description: 'Catalog prices by model; a model without one has a null cost.',
+      description: "The catalog's own prices by model, over the bundled price table (for private or unlisted models).",
       resolve: (b) => Object.entries(b.prices ?? {}).map(([model, price]) => ({ model, ...price })),
     }),
   }),

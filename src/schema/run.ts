@@ -45,11 +45,17 @@ const TerminalReasonEnum = builder.enumType('TerminalReason', {
 })
 
 export const UsageRef = builder.objectRef<Usage>('Usage').implement({
-  description: 'Token counts as the vendor reported them (the fake backend counts words).',
+  description:
+    "Token counts as the vendors reported them, normalized: inputTokens counts every input token, the cached ones among them (OpenAI's convention; Anthropic's uncached count is added up). The fake backend counts words.",
   fields: (t) => ({
-    inputTokens: t.exposeInt('inputTokens', { description: 'Tokens sent to the model, over every call of the run.' }),
-    outputTokens: t.exposeInt('outputTokens', { description: 'Tokens the model produced, over every call of the run.' }),
+    inputTokens: t.exposeInt('inputTokens', { description: 'Tokens sent to the model, cached ones included, over every call.' }),
+    outputTokens: t.exposeInt('outputTokens', { description: 'Tokens the model produced, reasoning ones included, over every call.' }),
     totalTokens: t.int({ description: 'inputTokens + outputTokens.', resolve: (u) => u.inputTokens + u.outputTokens }),
+    cacheReadTokens: t.exposeInt('cacheReadTokens', { description: "Input tokens read from the vendor's prompt cache (priced lower)." }),
+    cacheWriteTokens: t.exposeInt('cacheWriteTokens', {
+      description: "Input tokens written to the vendor's prompt cache (Anthropic prices them higher).",
+    }),
+    reasoningTokens: t.exposeInt('reasoningTokens', { description: 'Output tokens spent on reasoning, as OpenAI reports them.' }),
   }),
 })
 
@@ -180,8 +186,14 @@ export const RunRef = builder.objectRef<RunRecord>('Run').implement({
     }),
     cost: t.float({
       nullable: true,
-      description: "USD from the catalog's per-model prices; null when a model used has no price.",
+      description:
+        'USD over every model call, cache reads and writes at their own rates (see priceTable); null while running, and when a model used has no price (never 0 for an unknown price).',
       resolve: (r) => r.costUsd,
+    }),
+    priceTable: t.exposeString('priceTable', {
+      nullable: true,
+      description:
+        "Where the cost's prices came from: `genai-prices <version>` (the bundled table), `catalog` (a backend's own prices), or both; null without a cost.",
     }),
     startedAt: t.field({ type: 'DateTime', description: 'When the run started.', resolve: (r) => r.startedAt }),
     firstTokenAt: t.field({

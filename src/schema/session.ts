@@ -1,5 +1,5 @@
 import { NotFoundError } from '../domain/errors.js'
-import type { MessageRecord, SessionRecord } from '../domain/records.js'
+import type { MessageRecord, SessionRecord, Usage } from '../domain/records.js'
 import { builder } from './builder.js'
 import { encodeCursor, forwardPage, pageArgs, toConnection } from './paging.js'
 import { RoleEnum } from './prompt.js'
@@ -93,7 +93,24 @@ export const SessionRef = builder.objectRef<SessionRecord>('Session').implement(
 const sessionCursor = (s: SessionRecord) => encodeCursor('session', s.createdAt, s.id)
 const SessionConnection = builder.connectionObject({ type: SessionRef, name: 'SessionConnection' })
 
+const TenantUsageRef = builder.objectRef<Usage & { costUsd: number | null }>('TenantUsage').implement({
+  description: "Token counts and USD over every run of the caller's tenant.",
+  fields: (t) => ({
+    usage: t.field({ type: UsageRef, description: 'Token counts summed over the runs.', resolve: (u) => u }),
+    cost: t.float({
+      nullable: true,
+      description: 'USD summed over the runs; null when a run used a model without a price.',
+      resolve: (u) => u.costUsd,
+    }),
+  }),
+})
+
 builder.queryFields((t) => ({
+  tenantUsage: t.field({
+    type: TenantUsageRef,
+    description: "Token counts and cost over all of the caller's tenant's runs.",
+    resolve: (_root, _args, ctx) => ctx.services.sessions.totals(ctx.tenantId, null),
+  }),
   session: t.field({
     type: SessionRef,
     nullable: true,

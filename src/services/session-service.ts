@@ -99,7 +99,8 @@ export class SessionService {
     return this.router.call(tenantId, sessionId, 'messages', [tenantId, sessionId])
   }
 
-  totals(tenantId: string, sessionId: string) {
+  /** Usage and cost over a session's runs, or over all the tenant's (`sessionId` null). */
+  totals(tenantId: string, sessionId: string | null) {
     return this.store.runs.totals(tenantId, sessionId)
   }
 

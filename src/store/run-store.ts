@@ -8,6 +8,7 @@ import type {
   RunRecord,
   RunStatus,
   TerminalReason,
+  Usage,
 } from '../domain/records.js'
 import type { Db } from './database.js'
 import type { GroupCommit } from './group-commit.js'
@@ -32,8 +33,12 @@ const select = {
   failoverAttempts: true,
   alternatives: true,
   costUsd: true,
+  priceTable: true,
   inputTokens: true,
   outputTokens: true,
+  cacheReadTokens: true,
+  cacheWriteTokens: true,
+  reasoningTokens: true,
   startedAt: true,
   firstTokenAt: true,
   finishedAt: true,
@@ -49,7 +54,17 @@ const iso = (d: Date | null) => (d ? d.toISOString() : null)
 const date = (s: string | null) => (s ? new Date(s) : null)
 
 function toRecord(row: Row): RunRecord {
-  const { inputTokens, outputTokens, validation, failoverAttempts, alternatives, ...rest } = row
+  const {
+    inputTokens,
+    outputTokens,
+    cacheReadTokens,
+    cacheWriteTokens,
+    reasoningTokens,
+    validation,
+    failoverAttempts,
+    alternatives,
+    ...rest
+  } = row
   return {
     ...rest,
     validation: validation as OutputValidation | null,
@@ -57,7 +72,16 @@ function toRecord(row: Row): RunRecord {
     alternatives: (alternatives as Alternative[] | null) ?? [],
     status: row.status as RunStatus,
     terminalReason: row.terminalReason as TerminalReason | null,
-    usage: inputTokens === null || outputTokens === null ? null : { inputTokens, outputTokens },
+    usage:
+      inputTokens === null || outputTokens === null
+        ? null
+        : {
+            inputTokens,
+            outputTokens,
+            cacheReadTokens: cacheReadTokens ?? 0,
+            cacheWriteTokens: cacheWriteTokens ?? 0,
+            reasoningTokens: reasoningTokens ?? 0,
+          },
     startedAt: row.startedAt.toISOString(),
     firstTokenAt: iso(row.firstTokenAt),
     finishedAt: iso(row.finishedAt),
@@ -89,8 +113,12 @@ export function runData(run: RunRecord) {
     failoverAttempts: run.failoverAttempts,
     alternatives: run.alternatives,
     costUsd: run.costUsd,
+    priceTable: run.priceTable,
     inputTokens: run.usage?.inputTokens ?? null,
     outputTokens: run.usage?.outputTokens ?? null,
+    cacheReadTokens: run.usage?.cacheReadTokens ?? null,
+    cacheWriteTokens: run.usage?.cacheWriteTokens ?? null,
+    reasoningTokens: run.usage?.reasoningTokens ?? null,
     firstTokenAt: date(run.firstTokenAt),
     finishedAt: date(run.finishedAt),
     heartbeatAt: date(run.heartbeatAt),
@@ -161,15 +189,32 @@ export class RunStore {
     return rows.map(toRecord)
   }
 
-  /** Usage and cost summed over a session's runs; cost is null when any run with usage has none. */
-  async totals(tenantId: string, sessionId: string): Promise<{ inputTokens: number; outputTokens: number; costUsd: number | null }> {
+  /**
+   * Usage and cost summed over a session's runs, or a whole tenant's (`sessionId` null); cost is
+   * null when any run with usage has none.
+   */
+  async totals(tenantId: string, sessionId: string | null): Promise<Usage & { costUsd: number | null }> {
+    const where = sessionId === null ? { tenantId } : { tenantId, sessionId }
     const [sums, unpriced] = await Promise.all([
-      this.db.run.aggregate({ where: { tenantId, sessionId }, _sum: { inputTokens: true, outputTokens: true, costUsd: true } }),
-      this.db.run.count({ where: { tenantId, sessionId, costUsd: null, OR: [{ inputTokens: { gt: 0 } }, { outputTokens: { gt: 0 } }] } }),
+      this.db.run.aggregate({
+        where,
+        _sum: {
+          inputTokens: true,
+          outputTokens: true,
+          cacheReadTokens: true,
+          cacheWriteTokens: true,
+          reasoningTokens: true,
+          costUsd: true,
+        },
+      }),
+      this.db.run.count({ where: { ...where, costUsd: null, OR: [{ inputTokens: { gt: 0 } }, { outputTokens: { gt: 0 } }] } }),
     ])
     return {
       inputTokens: sums._sum.inputTokens ?? 0,
       outputTokens: sums._sum.outputTokens ?? 0,
+      cacheReadTokens: sums._sum.cacheReadTokens ?? 0,
+      cacheWriteTokens: sums._sum.cacheWriteTokens ?? 0,
+      reasoningTokens: sums._sum.reasoningTokens ?? 0,
       costUsd: unpriced > 0 ? null : (sums._sum.costUsd ?? 0),
     }
   }

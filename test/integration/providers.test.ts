@@ -49,7 +49,7 @@ describe.each([
     ).toBe('one two three')
     expect(events.at(-1)).toEqual({
       type: 'end',
-      usage: { inputTokens: 5, outputTokens: 3 },
+      usage: { inputTokens: 5, outputTokens: 3, cacheReadTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0 },
       finishReason: vendor === 'openai' ? 'stop' : 'end_turn',
     })
     const sent = server.requests.at(-1)!

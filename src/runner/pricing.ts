@@ -1,0 +1,51 @@
+import { readFileSync } from 'node:fs'
+import { createRequire } from 'node:module'
+import path from 'node:path'
+import { calcPrice } from '@pydantic/genai-prices'
+import type { Backend } from '../domain/catalog.js'
+import type { BackendKind } from '../domain/definitions.js'
+import type { Usage } from '../domain/records.js'
+
+/** The bundled table's name and version, recorded on every run it priced (it never fetches at run time). */
+export const PRICE_TABLE = (() => {
+  const entry = createRequire(import.meta.url).resolve('@pydantic/genai-prices')
+  let dir = path.dirname(entry)
+  while (!dir.endsWith(`${path.sep}genai-prices`)) dir = path.dirname(dir)
+  const { version } = JSON.parse(readFileSync(path.join(dir, 'package.json'), 'utf8')) as { version: string }
+  return `genai-prices ${version}`
+})()
+
+/** The price table's provider of each backend kind; the fake backend has none. */
+const PROVIDER: Record<BackendKind, string | null> = { OPENAI: 'openai', ANTHROPIC: 'anthropic', FAKE: null }
+
+/**
+ * What one model call cost in USD, and from which table: the catalog's price for the model when
+ * it has one (private or unlisted models), else the bundled table (cache reads and writes at
+ * their own rates, tiered and dated prices as the table has them). Null when neither knows the
+ * model: an unknown price is never 0.
+ */
+export function priceOf(backend: Pick<Backend, 'kind' | 'prices'>, model: string, usage: Usage): { usd: number; table: string } | null {
+  const uncached = usage.inputTokens - usage.cacheReadTokens - usage.cacheWriteTokens
+  const own = backend.prices?.[model]
+  if (own) {
+    const usd =
+      uncached * own.inputPerMillion +
+      usage.cacheReadTokens * (own.cacheReadPerMillion ?? own.inputPerMillion) +
+      usage.cacheWriteTokens * (own.cacheWritePerMillion ?? own.inputPerMillion) +
+      usage.outputTokens * own.outputPerMillion
+    return { usd: usd / 1e6, table: 'catalog' }
+  }
+  const provider = PROVIDER[backend.kind]
+  if (!provider) return null
+  const priced = calcPrice(
+    {
+      input_tokens: usage.inputTokens,
+      cache_read_tokens: usage.cacheReadTokens,
+      cache_write_tokens: usage.cacheWriteTokens,
+      output_tokens: usage.outputTokens,
+    },
+    model,
+    { providerId: provider },
+  )
+  return priced ? { usd: priced.total_price, table: PRICE_TABLE } : null
+}
