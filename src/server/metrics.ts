@@ -1,4 +1,4 @@
-import { Counter, Gauge, Histogram, Registry } from 'prom-client'
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client'
 import type { CapacitySnapshot } from '../capacity/capacity-pool.js'
 import type { Metrics } from '../domain/metrics.js'
 import type { RunRecord } from '../domain/records.js'
@@ -27,6 +27,8 @@ export class PrometheusMetrics implements Metrics {
 
   constructor() {
     const registers = [this.registry]
+    // the process's own: CPU, resident memory, heap, event-loop lag, open handles
+    collectDefaultMetrics({ register: this.registry })
     this.runs = new Counter({
       name: 'promptline_runs_total',
       help: 'Runs ended, by status, backend and model.',

@@ -15,7 +15,7 @@ import type { PrometheusMetrics } from './metrics.js'
 import { useRequestLog } from './request-log.js'
 
 /** Where graphql-sse clients connect, in either mode of the GraphQL-over-SSE protocol. */
-export const SSE_ENDPOINT = '/graphql/stream'
+const SSE_ENDPOINT = '/graphql/stream'
 
 export type PromptlineYoga = YogaServerInstance<Record<string, unknown>, Context>
 

@@ -64,6 +64,7 @@ describe('GET /metrics (Prometheus)', () => {
     expect(moved('promptline_events_written_total')).toBeGreaterThan(0)
     expect(atEnd('promptline_queue_depth')).toBe(0)
     expect(atEnd('promptline_open_subscriptions')).toBe(0)
+    expect(atEnd('process_resident_memory_bytes')).toBeGreaterThan(0)
     // Yoga's GraphQL operation series share the registry
     expect(moved('graphql_envelop_request_duration_count')).toBeGreaterThan(0)
   })
