@@ -6,7 +6,7 @@ import { sleep } from '../domain/sleep.js'
 import type { ModelClient } from '../providers/model-client.js'
 import { classifyVendorError, ProviderError } from '../providers/provider-error.js'
 import type { Candidate } from './prepare.js'
-import { priceOf } from './pricing.js'
+import { loadPricesFor, priceOf } from './pricing.js'
 
 export const DEFAULT_RETRY = { maxAttempts: 3, baseDelayMs: 250, maxDelayMs: 10_000 }
 
@@ -65,6 +65,7 @@ export class ModelCaller {
         continue
       }
       await this.lease(candidate.backend)
+      await loadPricesFor(candidate.backend)
       const pool = this.deps.capacity.get(candidate.backend)
       const retry = { ...DEFAULT_RETRY, ...candidate.backend.retry }
       const client = this.deps.clientFor(candidate.backend)

@@ -1,7 +1,6 @@
 import { readFileSync } from 'node:fs'
 import { createRequire } from 'node:module'
 import path from 'node:path'
-import { calcPrice } from '@pydantic/genai-prices'
 import type { Backend } from '../domain/catalog.js'
 import type { BackendKind } from '../domain/definitions.js'
 import type { Usage } from '../domain/records.js'
@@ -17,6 +16,19 @@ export const PRICE_TABLE = (() => {
 
 /** The price table's provider of each backend kind; the fake backend has none. */
 const PROVIDER: Record<BackendKind, string | null> = { OPENAI: 'openai', ANTHROPIC: 'anthropic', FAKE: null }
+
+type PriceTable = typeof import('@pydantic/genai-prices')
+let table: PriceTable | null = null
+let loading: Promise<PriceTable> | null = null
+
+/**
+ * Loads the bundled table (some 18 MB of memory) before a backend it prices is first called,
+ * not at start: a server on the fake backend alone never pays for it.
+ */
+export async function loadPricesFor(backend: Pick<Backend, 'kind'>): Promise<void> {
+  if (table || !PROVIDER[backend.kind]) return
+  table = await (loading ??= import('@pydantic/genai-prices'))
+}
 
 /**
  * What one model call cost in USD, and from which table: the catalog's price for the model when
@@ -36,8 +48,8 @@ export function priceOf(backend: Pick<Backend, 'kind' | 'prices'>, model: string
     return { usd: usd / 1e6, table: 'catalog' }
   }
   const provider = PROVIDER[backend.kind]
-  if (!provider) return null
-  const priced = calcPrice(
+  if (!provider || !table) return null
+  const priced = table.calcPrice(
     {
       input_tokens: usage.inputTokens,
       cache_read_tokens: usage.cacheReadTokens,
