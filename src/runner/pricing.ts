@@ -27,7 +27,8 @@ let loading: Promise<PriceTable> | null = null
  */
 export async function loadPricesFor(backend: Pick<Backend, 'kind'>): Promise<void> {
   if (table || !PROVIDER[backend.kind]) return
-  table = await (loading ??= import('@pydantic/genai-prices'))
+  loading ??= import('@pydantic/genai-prices')
+  table = await loading
 }
 
 /**
