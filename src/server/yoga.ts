@@ -83,7 +83,9 @@ export function createPromptlineYoga(options: {
     renderGraphiQL: renderSelfHostedGraphiQL,
     landingPage: false,
     maskedErrors: { maskError },
-    logging: logger,
+    // yoga logs every error it masks, a client's mistakes included: at debug; useRequestLog logs
+    // the unexpected ones at error, with their request id
+    logging: { ...logger, error: logger.debug },
     // HTTP and SSE carry the key in a header; graphql-ws authenticated the socket and passes its principal
     context: (initial: { request?: Request; principal?: Principal }): Context => {
       const principal = initial.principal ?? options.keys.authenticate(initial.request?.headers.get('authorization'))

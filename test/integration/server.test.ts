@@ -84,6 +84,32 @@ describe('the listening server', () => {
     expect((await ask({})).headers.get('x-request-id')).toMatch(/^[0-9a-f-]{36}$/)
   })
 
+  it('logs an unexpected error once, at error, with its request id; a client mistake is no error line', async () => {
+    const list = app.store.runs.list
+    app.store.runs.list = async () => {
+      throw new Error('the disk caught fire')
+    }
+    try {
+      const response = await fetch(`${http.url}/graphql`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-request-id': 'fire-1' },
+        body: JSON.stringify({ query: '{ runs { edges { node { id } } } }' }),
+      })
+      expect((await response.json()).errors[0]).toMatchObject({ message: 'Unexpected error.', extensions: { code: 'INTERNAL' } })
+    } finally {
+      app.store.runs.list = list
+    }
+    await fetch(`${http.url}/graphql`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ query: '{ preparePrompt(input: { promptId: "chat" }) { renderedHash } }' }),
+    })
+    const errors = logLines.map((line) => JSON.parse(line)).filter((entry) => entry.level === 'error')
+    expect(errors).toEqual([
+      expect.objectContaining({ message: 'unexpected error', requestId: 'fire-1', tenantId: 'local', error: 'the disk caught fire' }),
+    ])
+  })
+
   it('never shows a key in a response or a log line', async () => {
     const bodies: string[] = []
     const post = async (query: string, variables: unknown) => {
