@@ -4,6 +4,7 @@ import { hashValue } from '../domain/hash.js'
 import { advanceEntry } from '../domain/lifecycles.js'
 import type { DurabilityTimes, QueueLimits } from '../domain/limits.js'
 import type { Logger } from '../domain/logger.js'
+import type { Metrics } from '../domain/metrics.js'
 import type { QueueEntryRecord, QueueEntryView, RunRecord, RunRequest, SessionStatus, WhenBusy } from '../domain/records.js'
 import type { SessionEventBus } from '../events/event-bus.js'
 import type { AdmittedPrompt } from '../runner/prepare.js'
@@ -49,6 +50,7 @@ export interface PromptQueueDeps {
   limits: QueueLimits
   times: DurabilityTimes
   logger: Logger
+  metrics: Metrics
   /** Who drains which session (several instances: leases). */
   ownership: SessionOwnership
   sessionRows: SessionStore

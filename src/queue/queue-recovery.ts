@@ -2,6 +2,7 @@ import type { SessionEvent, SessionEventData } from '../domain/events.js'
 import { advanceEntry, advanceRun, isTerminalEntry, isTerminalRun } from '../domain/lifecycles.js'
 import type { DurabilityTimes } from '../domain/limits.js'
 import type { Logger } from '../domain/logger.js'
+import type { Metrics } from '../domain/metrics.js'
 import type { QueueEntryRecord, RunRecord } from '../domain/records.js'
 import type { SessionEventBus } from '../events/event-bus.js'
 import { endEntry } from '../runner/run-recorder.js'
@@ -34,6 +35,7 @@ export interface QueueRecoveryDeps {
   /** Several instances share the database: adopt sessions whose owner lapsed, instead of recovering all at start. */
   shared: boolean
   logger: Logger
+  metrics: Metrics
   times: DurabilityTimes
 }
 
@@ -185,13 +187,17 @@ export class QueueRecovery {
     const entry = stored && !isTerminalEntry(stored.status) ? endEntry(stored, run, stored.unappliedSteerIds) : null
     const session = run.sessionId === null ? null : await this.deps.sessions.find(run.tenantId, run.sessionId)
     const write = (events: SessionEvent[]) => this.deps.ledger.finish({ run, entry, messages: [], events }, guard)
-    if (!session) return write([])
-    await this.deps.bus.open(run.tenantId, session.id)
-    const events: SessionEventData[] = [
-      ...(entry ? [{ type: 'QUEUE_ENTRY' as const, kind: 'FINISHED' as const, entry: { ...entry } }] : []),
-      { type: 'RUN_FINISHED', run },
-    ]
-    return this.deps.bus.commit(run.tenantId, session.id, run.id, events, write)
+    let ended: boolean
+    if (session) {
+      await this.deps.bus.open(run.tenantId, session.id)
+      const events: SessionEventData[] = [
+        ...(entry ? [{ type: 'QUEUE_ENTRY' as const, kind: 'FINISHED' as const, entry: { ...entry } }] : []),
+        { type: 'RUN_FINISHED', run },
+      ]
+      ended = await this.deps.bus.commit(run.tenantId, session.id, run.id, events, write)
+    } else ended = await write([])
+    if (ended) this.deps.metrics.runFinished(run)
+    return ended
   }
 
   /** What the run had streamed of its answer's last attempt, from its written events. */

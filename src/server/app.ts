@@ -142,6 +142,7 @@ export async function createApp(options: AppOptions, secrets: SecretLookup, logg
       limits: { ...DEFAULT_QUEUE_LIMITS, ...options.limits },
       times,
       logger,
+      metrics,
       ownership,
       sessionRows: store.sessions,
       shared: link !== null,

@@ -1,3 +1,7 @@
+import { expect } from 'vitest'
+
+export type Labels = Record<string, string>
+
 /** One sample line of the Prometheus text format: `name{label="value",…} number`. */
 export interface PrometheusSample {
   name: string
@@ -28,4 +32,18 @@ export function parsePrometheusText(text: string): PrometheusSample[] {
     samples.push({ name: match[1]!, labels, value: Number(match[3]) })
   }
   return samples
+}
+
+/**
+ * Scrapes `${url}/metrics`; the answer sums the samples named `name` whose labels include
+ * `labels` (a histogram: its `_count`), 0 when none.
+ */
+export async function scrape(url: string): Promise<(name: string, labels?: Labels) => number> {
+  const response = await fetch(`${url}/metrics`)
+  expect(response.headers.get('content-type')).toContain('text/plain')
+  const samples = parsePrometheusText(await response.text())
+  return (name, labels = {}) =>
+    samples
+      .filter((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v))
+      .reduce((sum, s) => sum + s.value, 0)
 }

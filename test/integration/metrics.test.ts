@@ -1,21 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { AbortRunDocument, RunPromptDocument, SessionEventsDocument } from '../generated/graphql.js'
 import { createSession, enqueue, slow, waitForEntry, words } from '../helpers/flow.js'
-import { parsePrometheusText } from '../helpers/prometheus.js'
+import { type Labels, scrape } from '../helpers/prometheus.js'
 import { startTestServer, type TestServer } from '../helpers/server.js'
-
-type Labels = Record<string, string>
-
-/** The sum of the samples named `name` whose labels include `labels` (a histogram: its `_count`), 0 when none. */
-async function scrape(url: string) {
-  const response = await fetch(`${url}/metrics`)
-  expect(response.headers.get('content-type')).toContain('text/plain')
-  const samples = parsePrometheusText(await response.text())
-  return (name: string, labels: Labels = {}): number =>
-    samples
-      .filter((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v))
-      .reduce((sum, s) => sum + s.value, 0)
-}
 
 describe('GET /metrics (Prometheus)', () => {
   let t: TestServer

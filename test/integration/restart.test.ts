@@ -10,6 +10,7 @@ import {
 import { createTestDatabase, providers, type TestDatabase } from '../helpers/databases.js'
 import { waitForEntry, words } from '../helpers/flow.js'
 import { post, startServerProcess } from '../helpers/process.js'
+import { scrape } from '../helpers/prometheus.js'
 import { startTestServer, type TestServer } from '../helpers/server.js'
 
 describe.each(providers)('a server restart (%s)', (provider) => {
@@ -70,6 +71,11 @@ describe.each(providers)('a server restart (%s)', (provider) => {
     const beforeCrash = events.filter((e) => e.runId === run.id && e.__typename === 'TokenDeltaEvent')
     expect(beforeCrash.length).toBeGreaterThan(0)
     expect(finished!.sequence).toBeGreaterThan(Math.max(...beforeCrash.map((e) => e.sequence)))
+
+    // the restarted server counts the run its recovery ended beside the one it ran
+    const metric = await scrape(server.http.url)
+    expect(metric('promptline_runs_total', { status: 'FAILED' })).toBe(1)
+    expect(metric('promptline_runs_total', { status: 'COMPLETED' })).toBe(1)
   }, 60_000)
 
   it('on a graceful stop aborts the running prompt (SHUTDOWN), keeps the queued one, and resumes it at the next start', async () => {
