@@ -1,7 +1,7 @@
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import { z } from 'zod'
-import { type ApiKeyEntry, parseApiKeys } from './domain/access.js'
+import { type ApiKeyEntry, LOCAL_PRINCIPAL, parseApiKeys } from './domain/access.js'
 import { type Budget, parseBudgets } from './domain/budgets.js'
 import {
   DEFAULT_DURABILITY_TIMES,
@@ -12,6 +12,7 @@ import {
   type RequestLimits,
 } from './domain/limits.js'
 import { LOG_FORMATS, LOG_LEVELS, type LogFormat, type LogLevel } from './domain/logger.js'
+import { checkSecret, DEFAULT_RETRY_DELAYS_MS, parseRetryDelays, parseWebhookSecrets } from './domain/webhooks.js'
 import { type CoalescerOptions, DEFAULT_COALESCER_OPTIONS } from './runner/token-coalescer.js'
 
 /** The repository root (two folders above this file, in src/ and in dist/). */
@@ -75,6 +76,9 @@ const configSchema = z.object({
   PROMPTLINE_INFLIGHT_GRACE_MS: count(DEFAULT_DURABILITY_TIMES.inFlightGraceMs, 0),
   PROMPTLINE_NO_PROGRESS_MS: count(DEFAULT_DURABILITY_TIMES.noProgressMs, 10),
   PROMPTLINE_REAP_INTERVAL_MS: count(DEFAULT_DURABILITY_TIMES.reapIntervalMs, 10),
+  PROMPTLINE_WEBHOOK_SECRET: parsedWith(checkSecret).optional(),
+  PROMPTLINE_WEBHOOK_SECRETS: parsedWith(parseWebhookSecrets).optional(),
+  PROMPTLINE_WEBHOOK_RETRY_MS: parsedWith(parseRetryDelays).optional(),
 })
 
 export interface Config {
@@ -99,6 +103,11 @@ export interface Config {
   coalescer: CoalescerOptions
   shutdownGraceMs: number
   durability: DurabilityTimes
+  webhooks: {
+    /** Signing secrets by tenant (`whsec_…`); a tenant without one may not name a webhook. */
+    secrets: Map<string, string>
+    retryDelaysMs: number[]
+  }
 }
 
 /** Hosts only this machine can reach: without API keys the server listens on nothing else. */
@@ -171,6 +180,13 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       inFlightGraceMs: c.PROMPTLINE_INFLIGHT_GRACE_MS,
       noProgressMs: c.PROMPTLINE_NO_PROGRESS_MS,
       reapIntervalMs: c.PROMPTLINE_REAP_INTERVAL_MS,
+    },
+    webhooks: {
+      secrets: new Map([
+        ...(c.PROMPTLINE_WEBHOOK_SECRET ? [[LOCAL_PRINCIPAL.tenantId, c.PROMPTLINE_WEBHOOK_SECRET] as const] : []),
+        ...(c.PROMPTLINE_WEBHOOK_SECRETS ?? []),
+      ]),
+      retryDelaysMs: c.PROMPTLINE_WEBHOOK_RETRY_MS ?? [...DEFAULT_RETRY_DELAYS_MS],
     },
   }
 }

@@ -31,6 +31,7 @@ async function main(): Promise<void> {
       apiKeys: config.apiKeys,
       requestLimits: config.requestLimits,
       budgets: config.budgets,
+      webhooks: config.webhooks,
     },
     (name) => process.env[name],
     logger,

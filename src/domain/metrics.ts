@@ -11,6 +11,8 @@ export interface Metrics {
   admissionRefused(reason: string): void
   /** A batch of events reached the database, the oldest `lagMs` after it was published. */
   eventsWritten(count: number, lagMs: number): void
+  /** A webhook attempt ended: the delivery landed, will be retried, or failed for good. */
+  webhookAttempted(outcome: 'delivered' | 'retrying' | 'failed'): void
 }
 
-export const NO_METRICS: Metrics = { runFinished() {}, admissionRefused() {}, eventsWritten() {} }
+export const NO_METRICS: Metrics = { runFinished() {}, admissionRefused() {}, eventsWritten() {}, webhookAttempted() {} }

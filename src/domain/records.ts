@@ -40,6 +40,8 @@ export interface RunRequest {
   profileId: string | null
   overrides: SettingsLayer | null
   credentialEnv: string | null
+  /** Where the run's end is posted: the admission's own, else its session's; absent when neither names one. */
+  webhookUrl?: string | null
 }
 
 export interface SessionRecord {
@@ -50,6 +52,8 @@ export interface SessionRecord {
   metadata: unknown
   /** False: each prompt stands alone and nothing is added to the conversation. */
   keepHistory: boolean
+  /** Where its runs' ends are posted unless a prompt names its own; null: nowhere. */
+  webhookUrl: string | null
   createdAt: string
   updatedAt: string
 }

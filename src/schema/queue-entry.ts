@@ -76,6 +76,11 @@ export const QueueEntryRef = builder.objectRef<EntryShape>('QueueEntry').impleme
       nullable: true,
       description: 'The key it was admitted with; null when none was given.',
     }),
+    webhookUrl: t.string({
+      nullable: true,
+      description: "Where its run's end is posted: its own or its session's webhookUrl at admission; null: nowhere.",
+      resolve: (e) => e.request.webhookUrl ?? null,
+    }),
     scheduleKey: t.exposeString('scheduleKey', { nullable: true, description: 'The key it was scheduled with; null unless scheduled.' }),
     fireAt: t.field({ type: 'DateTime', nullable: true, description: 'When a scheduled entry joins the queue.', resolve: (e) => e.fireAt }),
     runId: t.exposeID('runId', { nullable: true, description: 'Its run; null until it starts, and for an entry cancelled before.' }),
@@ -105,12 +110,20 @@ const idempotencyKeyField = (t: PothosSchemaTypes.InputFieldBuilder<BuilderTypes
       'Your key for this admission (1-256 characters): sending it again within PROMPTLINE_IDEMPOTENCY_TTL_MS answers with the same entry and admits nothing; the same key with a different request is INVALID_REQUEST.',
   })
 
+/** Shared by the enqueue and schedule inputs. */
+const webhookUrlField = (t: PothosSchemaTypes.InputFieldBuilder<BuilderTypes, 'InputObject'>) =>
+  t.string({
+    description:
+      "Where this run's end is posted (an http(s) URL), signed per Standard Webhooks; default: the session's webhookUrl. Needs the tenant's webhook secret.",
+  })
+
 const EnqueuePromptInput = builder.inputType('EnqueuePromptInput', {
   description: 'A prompt to admit into a session queue.',
   fields: (t) => ({
     ...runRequestFields(t),
     sessionId: t.id({ required: true, description: 'The session whose queue takes the prompt.' }),
     idempotencyKey: idempotencyKeyField(t),
+    webhookUrl: webhookUrlField(t),
     whenBusy: t.field({ type: WhenBusyEnum, defaultValue: 'ENQUEUE', description: 'What to do if the session is busy.' }),
   }),
 })
@@ -121,6 +134,7 @@ const SchedulePromptInput = builder.inputType('SchedulePromptInput', {
     ...runRequestFields(t),
     sessionId: t.id({ required: true, description: 'The session whose queue takes the prompt.' }),
     idempotencyKey: idempotencyKeyField(t),
+    webhookUrl: webhookUrlField(t),
     scheduleKey: t.string({
       required: true,
       description: 'Re-scheduling the same key before it fires replaces the prompt and restarts the debounce.',

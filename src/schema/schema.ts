@@ -11,5 +11,6 @@ import './queue-entry.js'
 import './session.js'
 import './budget.js'
 import './events.js'
+import './webhook.js'
 
 export const schema = builder.toSchema({ sortSchema: true })

@@ -46,6 +46,10 @@ export const SessionRef = builder.objectRef<SessionRecord>('Session').implement(
     keepHistory: t.exposeBoolean('keepHistory', {
       description: 'False: each prompt stands alone and runs add nothing to the conversation.',
     }),
+    webhookUrl: t.exposeString('webhookUrl', {
+      nullable: true,
+      description: "Where its runs' ends are posted unless a prompt names its own; null: nowhere.",
+    }),
     status: t.field({
       type: SessionStatusEnum,
       description: 'What its queue is doing now.',
@@ -139,6 +143,10 @@ const CreateSessionInput = builder.inputType('CreateSessionInput', {
     metadata: t.field({ type: 'JSON', description: 'A JSON object kept with the session.' }),
     keepHistory: t.boolean({
       description: 'Default true: completed runs append their messages and later prompts see them. False: every prompt stands alone.',
+    }),
+    webhookUrl: t.string({
+      description:
+        "Where each run's end is posted (an http(s) URL), signed per Standard Webhooks, unless its prompt names its own. Needs the tenant's webhook secret.",
     }),
   }),
 })

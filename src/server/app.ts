@@ -15,8 +15,10 @@ import {
   type RequestLimits,
 } from '../domain/limits.js'
 import type { Logger } from '../domain/logger.js'
+import { DEFAULT_RETRY_DELAYS_MS, WebhookSigners } from '../domain/webhooks.js'
 import { DEFAULT_EVENT_BUS_OPTIONS, type EventBusOptions, SessionEventBus } from '../events/event-bus.js'
 import { RedisLink } from '../events/redis-link.js'
+import { DEFAULT_WEBHOOK_TIMES, WebhookDispatcher, type WebhookDispatcherOptions } from '../events/webhook-dispatcher.js'
 import { AnthropicModelClient } from '../providers/anthropic-client.js'
 import { FakeModelClient } from '../providers/fake-client.js'
 import type { ModelClient } from '../providers/model-client.js'
@@ -84,6 +86,8 @@ export interface AppOptions {
   redisUrl?: string | null
   /** Names this deployment's Redis channels, so several can share one Redis. */
   redisPrefix?: string
+  /** Signing secrets by tenant, and when deliveries are retried (and polled for). */
+  webhooks?: { secrets?: ReadonlyMap<string, string> } & Partial<WebhookDispatcherOptions>
 }
 
 /** Loads the catalog, opens and migrates the database, wires services into yoga, and resumes the queues. */
@@ -148,12 +152,20 @@ export async function createApp(options: AppOptions, secrets: SecretLookup, logg
       shared: link !== null,
     })
     const router = new SessionRouter(ownership, link, logger)
-    const sessions = new SessionService(store, sessionMemory, catalog, queue, router, link !== null)
+    const signers = new WebhookSigners(options.webhooks?.secrets ?? new Map())
+    const webhooks = new WebhookDispatcher(
+      store.webhooks,
+      signers,
+      { retryDelaysMs: DEFAULT_RETRY_DELAYS_MS, ...DEFAULT_WEBHOOK_TIMES, ...options.webhooks },
+      logger,
+      metrics,
+    )
+    const sessions = new SessionService(store, sessionMemory, catalog, queue, router, signers, link !== null)
     const budgets = new BudgetGuard(store, options.budgets ?? [])
     const services = {
       catalog: new CatalogService(catalog, secrets, capacity, allowlist),
       sessions,
-      runs: new RunService(store, preparer, queue, bus, sessions, budgets, router, metrics),
+      runs: new RunService(store, preparer, queue, bus, sessions, budgets, router, metrics, signers),
     }
     const keys = new ApiKeyRing(options.apiKeys ?? null)
     const limits = { ...DEFAULT_REQUEST_LIMITS, ...options.requestLimits }
@@ -182,6 +194,7 @@ export async function createApp(options: AppOptions, secrets: SecretLookup, logg
     await router.start()
     await queue.recover()
     ownership.start()
+    webhooks.start()
     const flush = async () => {
       await saves.flush()
       await bus.flush()
@@ -205,6 +218,8 @@ export async function createApp(options: AppOptions, secrets: SecretLookup, logg
       close: () =>
         (closing ??= (async () => {
           await drain()
+          // posts under way are cut off; their deliveries stay due in the store for the next start or another instance
+          await webhooks.close()
           router.close()
           await bus.close()
           await link?.close()

@@ -23,6 +23,7 @@ export class PrometheusMetrics implements Metrics {
   private readonly duration: Histogram<'status' | 'backend' | 'model'>
   private readonly writeLag: Histogram
   private readonly eventsWrittenTotal: Counter
+  private readonly webhookAttempts: Counter<'outcome'>
   private sources: MetricSources | null = null
 
   constructor() {
@@ -76,6 +77,12 @@ export class PrometheusMetrics implements Metrics {
     this.eventsWrittenTotal = new Counter({
       name: 'promptline_events_written_total',
       help: 'Session events written by the batched writer (a run’s last events go in its end’s transaction).',
+      registers,
+    })
+    this.webhookAttempts = new Counter({
+      name: 'promptline_webhook_attempts_total',
+      help: 'Webhook POSTs made, by outcome: delivered, retrying (failed, another try is due) or failed (the schedule is spent).',
+      labelNames: ['outcome'],
       registers,
     })
     const self = this
@@ -139,5 +146,9 @@ export class PrometheusMetrics implements Metrics {
   eventsWritten(count: number, lagMs: number): void {
     this.eventsWrittenTotal.inc(count)
     this.writeLag.observe(lagMs / 1000)
+  }
+
+  webhookAttempted(outcome: 'delivered' | 'retrying' | 'failed'): void {
+    this.webhookAttempts.inc({ outcome })
   }
 }

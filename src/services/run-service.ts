@@ -6,6 +6,7 @@ import type { SessionEvent } from '../domain/events.js'
 import type { Metrics } from '../domain/metrics.js'
 import type { QueueEntryRecord, QueueEntryView, RunCursor, RunFilter, RunRecord, WhenBusy } from '../domain/records.js'
 import { MAX_TEXT, parseRunRequest } from '../domain/run-request.js'
+import { type WebhookDelivery, type WebhookSigners, webhookUrlSchema } from '../domain/webhooks.js'
 import type { SessionEventBus } from '../events/event-bus.js'
 import type { AdmitRequest, PromptQueue } from '../queue/prompt-queue.js'
 import type { PreparedPrompt, PromptPreparer } from '../runner/prepare.js'
@@ -46,6 +47,7 @@ export class RunService {
     private readonly budgets: BudgetGuard,
     private readonly router: SessionRouter,
     private readonly metrics: Metrics,
+    private readonly signers: WebhookSigners,
   ) {
     router.handle('enqueue', (t: string, input: Record<string, unknown>, w: WhenBusy) => this.enqueueHere(t, input, w))
     router.handle('runPrompt', (t: string, input: Record<string, unknown>, w: WhenBusy, ms: number) => this.runPromptHere(t, input, w, ms))
@@ -77,11 +79,16 @@ export class RunService {
 
   /** Validates a request once and admits it: resolved and rendered, kept with its entry for the run. */
   private async admission(tenantId: string, input: Record<string, unknown>): Promise<Omit<AdmitRequest, 'whenBusy'>> {
-    const { sessionId: rawSessionId, idempotencyKey: rawKey, ...rest } = input
+    const { sessionId: rawSessionId, idempotencyKey: rawKey, webhookUrl: rawWebhookUrl, ...rest } = input
     const sessionId = parseInput(idSchema, rawSessionId, 'input.sessionId')
     const idempotencyKey = rawKey == null ? null : parseInput(idempotencyKeySchema, rawKey, 'input.idempotencyKey')
-    const request = parseRunRequest(rest, 'input')
-    await this.sessions.require(tenantId, sessionId)
+    const ownWebhookUrl = rawWebhookUrl == null ? null : parseInput(webhookUrlSchema, rawWebhookUrl, 'input.webhookUrl')
+    const parsed = parseRunRequest(rest, 'input')
+    const session = await this.sessions.require(tenantId, sessionId)
+    const webhookUrl = ownWebhookUrl ?? session.webhookUrl
+    if (webhookUrl) this.signers.requireFor(tenantId, 'input.webhookUrl')
+    // the session's webhook is copied into the entry, so the run's end finds it without the session
+    const request = webhookUrl ? { ...parsed, webhookUrl } : parsed
     await this.budgets.check(tenantId)
     return { tenantId, sessionId, request, idempotencyKey, admitted: await this.preparer.admit(tenantId, sessionId, request) }
   }
@@ -193,6 +200,11 @@ export class RunService {
 
   runs(tenantId: string, filter: RunFilter, after: RunCursor | null, take: number): Promise<RunRecord[]> {
     return this.store.runs.list(tenantId, filter, after, take)
+  }
+
+  /** The webhook posts of a run's end (none while it is live). */
+  webhookDeliveries(tenantId: string, runId: string): Promise<WebhookDelivery[]> {
+    return this.store.webhooks.forRun(tenantId, runId)
   }
 
   /** Every event of a session after `afterSequence` (or from now on), then live. */

@@ -5,6 +5,7 @@ import { idSchema, parseInput } from '../domain/definitions.js'
 import { InvalidRequestError, NotFoundError } from '../domain/errors.js'
 import { boundedJsonObject } from '../domain/json-bounds.js'
 import type { MessageRecord, QueueEntryView, SessionRecord, SessionStatus } from '../domain/records.js'
+import { type WebhookSigners, webhookUrlSchema } from '../domain/webhooks.js'
 import type { PromptQueue } from '../queue/prompt-queue.js'
 import { isUniqueViolation } from '../store/errors.js'
 import type { SessionMemory } from '../store/session-memory.js'
@@ -18,6 +19,7 @@ const createSessionSchema = z.strictObject({
   defaultProfileId: idSchema.nullish(),
   metadata: boundedJsonObject().nullish(),
   keepHistory: z.boolean().nullish(),
+  webhookUrl: webhookUrlSchema.nullish(),
 })
 
 /**
@@ -31,6 +33,7 @@ export class SessionService {
     private readonly catalog: Catalog,
     private readonly queue: PromptQueue,
     private readonly router: SessionRouter,
+    private readonly signers: WebhookSigners,
     /** Several instances: another may delete a session, so records are read from the store. */
     private readonly shared = false,
   ) {
@@ -46,6 +49,7 @@ export class SessionService {
     if (parsed.defaultProfileId && !(await this.catalog.getProfile(tenantId, parsed.defaultProfileId))) {
       throw new NotFoundError('profile', parsed.defaultProfileId)
     }
+    if (parsed.webhookUrl) this.signers.requireFor(tenantId, 'input.webhookUrl')
     const id = parsed.id ?? randomUUID()
     try {
       const session = await this.store.sessions.create({
@@ -55,6 +59,7 @@ export class SessionService {
         defaultProfileId: parsed.defaultProfileId ?? null,
         metadata: parsed.metadata ?? null,
         keepHistory: parsed.keepHistory ?? true,
+        webhookUrl: parsed.webhookUrl ?? null,
         sequenceCeiling: this.queue.firstSequenceCeiling,
       })
       this.memory.remember(session)

@@ -1,9 +1,11 @@
 import type { SessionEvent } from '../domain/events.js'
 import type { MessageRecord, QueueEntryRecord, RunRecord } from '../domain/records.js'
+import { runFinishedDelivery } from '../domain/webhooks.js'
 import type { EventStore } from './event-store.js'
 import type { GroupCommit } from './group-commit.js'
 import { ENTRY_JSON_COLUMNS, entryData } from './queue-store.js'
 import { RUN_IS_LIVE, RUN_JSON_COLUMNS, runData } from './run-store.js'
+import { DELIVERY_JSON_COLUMNS, deliveryRow, type WebhookStore } from './webhook-store.js'
 
 /** Everything a run's end writes. */
 export interface RunEnd {
@@ -27,12 +29,14 @@ export interface StaleGuard {
  * A run's start and end, each in one transaction (shared with other runs' writes under load,
  * through the group commit), so a crash between writes never leaves the records disagreeing
  * (DESIGN §6): a run row exists exactly when its entry is claimed, and a terminal run has its
- * entry's status, its history turn and its last events.
+ * entry's status, its history turn, its last events and, when its entry names a webhook, the
+ * delivery of its end.
  */
 export class RunLedger {
   constructor(
     private readonly writes: GroupCommit,
     private readonly events: EventStore,
+    private readonly webhooks: WebhookStore,
   ) {}
 
   /** Inserts the run and claims its entry (STARTING, naming the run) together. */
@@ -50,11 +54,13 @@ export class RunLedger {
    * Writes a run's end if the run is still live (and, with `stale`, still stale); returns
    * whether it did. When it did not, nothing was written.
    */
-  finish(end: RunEnd, stale: StaleGuard | null = null): Promise<boolean> {
+  async finish(end: RunEnd, stale: StaleGuard | null = null): Promise<boolean> {
     const run = runData(end.run)
     const entry = end.entry && entryData(end.entry)
     const messages = end.messages.map((m) => ({ ...m, tenantId: end.run.tenantId, createdAt: new Date(m.createdAt) }))
-    return this.writes.write(async (raw) => {
+    const webhookUrl = end.entry?.request.webhookUrl
+    const delivery = webhookUrl ? deliveryRow(runFinishedDelivery(end.run, webhookUrl)) : null
+    const ended = await this.writes.write(async (raw) => {
       const changed = await raw.update('Run', { column: 'id', value: end.run.id }, run, RUN_JSON_COLUMNS, (param) =>
         stale
           ? `${RUN_IS_LIVE} AND (("inFlightSince" IS NULL AND "heartbeatAt" < ${param(stale.before)}) OR "heartbeatAt" < ${param(stale.inFlightBefore)})`
@@ -65,7 +71,10 @@ export class RunLedger {
       if (entry) await raw.update('QueueEntry', { column: 'id', value: end.entry!.queueId }, entry, ENTRY_JSON_COLUMNS)
       if (messages.length > 0) await raw.insert('Message', messages)
       await this.events.append(end.events, raw)
+      if (delivery) await raw.insert('WebhookDelivery', [delivery], DELIVERY_JSON_COLUMNS)
       return true
     }, true)
+    if (ended && delivery) this.webhooks.created()
+    return ended
   }
 }

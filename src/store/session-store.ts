@@ -10,6 +10,7 @@ const sessionSelect = {
   defaultProfileId: true,
   metadata: true,
   keepHistory: true,
+  webhookUrl: true,
   createdAt: true,
   updatedAt: true,
 } satisfies Prisma.SessionSelect
@@ -60,6 +61,7 @@ export class SessionStore {
     defaultProfileId: string | null
     metadata: unknown
     keepHistory: boolean
+    webhookUrl: string | null
     /** Event sequences reserved with the row. */
     sequenceCeiling: number
   }): Promise<SessionRecord> {

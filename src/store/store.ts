@@ -10,6 +10,7 @@ import { RunLedger } from './run-ledger.js'
 import { RunStore } from './run-store.js'
 import { SessionStore } from './session-store.js'
 import { sqliteStatements } from './sqlite-statements.js'
+import { WebhookStore } from './webhook-store.js'
 
 /** The repositories over one database. It owns the connection: `close()` releases it. */
 export class Store {
@@ -20,6 +21,7 @@ export class Store {
   readonly runs: RunStore
   readonly events: EventStore
   readonly ledger: RunLedger
+  readonly webhooks: WebhookStore
 
   constructor(private readonly database: Database) {
     this.prompts = new PromptStore(database.db)
@@ -32,7 +34,8 @@ export class Store {
     this.entries = new QueueStore(database.db, writes)
     this.runs = new RunStore(database.db, writes)
     this.events = new EventStore(database.db, writes)
-    this.ledger = new RunLedger(writes, this.events)
+    this.webhooks = new WebhookStore(database.db)
+    this.ledger = new RunLedger(writes, this.events, this.webhooks)
   }
 
   get provider() {

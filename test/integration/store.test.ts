@@ -18,6 +18,7 @@ describe.each(providers)('records written by the store read back the same (%s)',
       title: 'ü "quoted" \'s',
       defaultProfileId: null,
       metadata: { nested: [1, { a: null }] },
+      webhookUrl: null,
       keepHistory: true,
       sequenceCeiling: 0,
     })

@@ -64,6 +64,44 @@ describe('config from the environment', () => {
     )
   })
 
+  it('reads webhook secrets (the local tenant and per tenant) and the retry schedule, and never echoes a secret in an error', () => {
+    const secret = `whsec_${Buffer.alloc(32, 7).toString('base64')}`
+    const other = `whsec_${Buffer.alloc(24, 9).toString('base64')}`
+    expect(loadConfig({}).webhooks).toEqual({ secrets: new Map(), retryDelaysMs: [1000, 5000, 30000, 300000, 1800000] })
+    expect(
+      loadConfig({
+        PROMPTLINE_WEBHOOK_SECRET: secret,
+        PROMPTLINE_WEBHOOK_SECRETS: `acme:${other}`,
+        PROMPTLINE_WEBHOOK_RETRY_MS: '100, 2000',
+      }).webhooks,
+    ).toEqual({
+      secrets: new Map([
+        ['local', secret],
+        ['acme', other],
+      ]),
+      retryDelaysMs: [100, 2000],
+    })
+    const short = `whsec_${Buffer.alloc(8).toString('base64')}`
+    for (const [name, value] of [
+      ['PROMPTLINE_WEBHOOK_SECRET', short],
+      ['PROMPTLINE_WEBHOOK_SECRET', 'not-whsec-at-all-0123456789'],
+      ['PROMPTLINE_WEBHOOK_SECRETS', `acme:${short}`],
+      ['PROMPTLINE_WEBHOOK_SECRETS', `bad tenant!:${secret}`],
+      ['PROMPTLINE_WEBHOOK_RETRY_MS', '1000,soon'],
+    ] as const) {
+      const error = (() => {
+        try {
+          loadConfig({ [name]: value })
+        } catch (e) {
+          return e as Error
+        }
+      })()
+      expect(error).toBeInstanceOf(ConfigError)
+      expect(error!.message).toContain(name)
+      expect(error!.message).not.toContain(value.slice(6))
+    }
+  })
+
   it('listens beyond loopback without keys only when told to', () => {
     expect(() => loadConfig({ HOST: '0.0.0.0' })).toThrow(/HOST: 0.0.0.0 .*PROMPTLINE_ALLOW_OPEN=1/)
     expect(loadConfig({ HOST: '0.0.0.0', PROMPTLINE_ALLOW_OPEN: '1' }).host).toBe('0.0.0.0')

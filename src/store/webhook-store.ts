@@ -1,0 +1,89 @@
+import type { Prisma } from '@db/client'
+import type { DeliveryStatus, WebhookAttempt, WebhookDelivery } from '../domain/webhooks.js'
+import type { Db } from './database.js'
+
+type Row = Prisma.WebhookDeliveryGetPayload<object>
+
+function toRecord(row: Row): WebhookDelivery {
+  return {
+    ...row,
+    payload: row.payload as Record<string, unknown>,
+    status: row.status as DeliveryStatus,
+    attempts: row.attempts as unknown as WebhookAttempt[],
+    nextAttemptAt: row.nextAttemptAt?.toISOString() ?? null,
+    createdAt: row.createdAt.toISOString(),
+  }
+}
+
+export const DELIVERY_JSON_COLUMNS = new Set(['payload', 'attempts'])
+
+/** A delivery as the raw writer inserts it (with the run's end, in its transaction). */
+export function deliveryRow(delivery: WebhookDelivery) {
+  return {
+    ...delivery,
+    nextAttemptAt: delivery.nextAttemptAt === null ? null : new Date(delivery.nextAttemptAt),
+    createdAt: new Date(delivery.createdAt),
+  }
+}
+
+/** Webhook deliveries: created with a run's end (see RunLedger), then claimed and settled by the dispatcher. */
+export class WebhookStore {
+  private readonly listeners = new Set<() => void>()
+
+  constructor(private readonly db: Db) {}
+
+  /** Calls `listener` after a delivery has been committed, so it is posted without waiting for a poll. */
+  onCreated(listener: () => void): () => void {
+    this.listeners.add(listener)
+    return () => this.listeners.delete(listener)
+  }
+
+  /** Called by the ledger once a run's end with a delivery has committed. */
+  created(): void {
+    for (const listener of this.listeners) listener()
+  }
+
+  /** PENDING deliveries due by `now`, across tenants, the longest due first. */
+  async due(now: Date, take: number): Promise<WebhookDelivery[]> {
+    const rows = await this.db.webhookDelivery.findMany({
+      where: { status: 'PENDING', nextAttemptAt: { lte: now } },
+      orderBy: { nextAttemptAt: 'asc' },
+      take,
+    })
+    return rows.map(toRecord)
+  }
+
+  /**
+   * Takes a due delivery for one attempt by moving its next try to `until` (when the claim lapses
+   * if its taker dies); false when another instance took it first.
+   */
+  async claim(id: string, now: Date, until: Date): Promise<boolean> {
+    const { count } = await this.db.webhookDelivery.updateMany({
+      where: { id, status: 'PENDING', nextAttemptAt: { lte: now } },
+      data: { nextAttemptAt: until },
+    })
+    return count === 1
+  }
+
+  /** Records an attempt's outcome on a claimed delivery. */
+  async settle(id: string, outcome: Pick<WebhookDelivery, 'status' | 'attempts' | 'nextAttemptAt'>): Promise<void> {
+    await this.db.webhookDelivery.updateMany({
+      where: { id, status: 'PENDING' },
+      data: {
+        status: outcome.status,
+        attempts: outcome.attempts as unknown as Prisma.InputJsonValue,
+        nextAttemptAt: outcome.nextAttemptAt === null ? null : new Date(outcome.nextAttemptAt),
+      },
+    })
+  }
+
+  /** Gives a claimed delivery back, due now (its taker is shutting down before the attempt ended). */
+  async release(id: string, at: Date): Promise<void> {
+    await this.db.webhookDelivery.updateMany({ where: { id, status: 'PENDING' }, data: { nextAttemptAt: at } })
+  }
+
+  async forRun(tenantId: string, runId: string): Promise<WebhookDelivery[]> {
+    const rows = await this.db.webhookDelivery.findMany({ where: { tenantId, runId }, orderBy: { createdAt: 'asc' } })
+    return rows.map(toRecord)
+  }
+}
