@@ -17,18 +17,17 @@ import {
   type CreateSessionInput,
   type EnqueuePromptInput,
   type SteerPromptInput,
-  type TypedDocumentString,
 } from './generated/graphql.js'
 import { RunStream } from './run-stream.js'
 import { resumable } from './stream.js'
-import { Transport, type TransportOptions } from './transport.js'
+import { type OperationDocument, Transport, type TransportOptions } from './transport.js'
 
 export type { RetryOptions } from './backoff.js'
 export { ConnectionError, PromptlineError } from './errors.js'
 export type { EnqueuePromptInput, ErrorCode, RunStatus, SteerPromptInput } from './generated/graphql.js'
 export type { JsonValue } from './json.js'
 export type { RunStream } from './run-stream.js'
-export type { TransportOptions as PromptlineClientOptions } from './transport.js'
+export type { OperationDocument, TransportOptions as PromptlineClientOptions } from './transport.js'
 
 /** A queue entry as the client returns it. */
 export type QueueEntry = ClientEntryFragment
@@ -108,6 +107,14 @@ export class PromptlineClient {
     return payload(result.steerPrompt)
   }
 
+  /**
+   * Any query of your own, typed by its document (graphql-codegen with `documentMode: 'string'`),
+   * retried after transient failures; a GraphQL error is thrown as a PromptlineError.
+   */
+  query<T, V>(document: OperationDocument<T, V>, variables: V): Promise<T> {
+    return this.mutate(() => this.transport.request(document, variables))
+  }
+
   /** Every event of a session, resumed without gap or duplicate after any disconnect or restart. */
   streamSession(sessionId: string, options: StreamOptions = {}): AsyncIterable<SessionEvent> {
     return resumable<SessionEvent>(
@@ -140,7 +147,7 @@ export class PromptlineClient {
   }
 
   private async *events<T, V>(
-    document: TypedDocumentString<T, V>,
+    document: OperationDocument<T, V>,
     variables: V,
     signal: AbortSignal | undefined,
     eventOf: (data: T) => SessionEvent,

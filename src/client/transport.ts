@@ -1,6 +1,5 @@
 import { type Client, createClient } from 'graphql-ws'
 import { ConnectionError, PromptlineError } from './errors.js'
-import type { TypedDocumentString } from './generated/graphql.js'
 
 export interface TransportOptions {
   /** The GraphQL endpoint, e.g. `http://127.0.0.1:4000/graphql`; the WebSocket URL is derived from it. */
@@ -11,6 +10,13 @@ export interface TransportOptions {
   fetch?: typeof fetch
   /** A WebSocket class; defaults to the global one, or the `ws` package where there is none (Node 20). */
   webSocketImpl?: unknown
+}
+
+/** A typed operation: graphql-codegen's `documentMode: 'string'` documents are these (your own too). */
+export interface OperationDocument<T, V> {
+  /** Carries the types only (never set). */
+  __apiType?: (variables: V) => T
+  toString(): string
 }
 
 interface GraphQLResult<T> {
@@ -31,7 +37,7 @@ export class Transport {
 
   constructor(private readonly options: TransportOptions) {}
 
-  async request<T, V>(document: TypedDocumentString<T, V>, variables: V): Promise<T> {
+  async request<T, V>(document: OperationDocument<T, V>, variables: V): Promise<T> {
     const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json' }
     if (this.options.apiKey) headers.authorization = `Bearer ${this.options.apiKey}`
     let response: Response
@@ -55,7 +61,7 @@ export class Transport {
    * GraphQL error and ConnectionError when the socket fails; ends early once `signal` aborts.
    * graphql-ws's own retry is off, since it would resend the first variables: resuming is the caller's.
    */
-  async *subscribe<T, V>(document: TypedDocumentString<T, V>, variables: V, signal?: AbortSignal): AsyncGenerator<T> {
+  async *subscribe<T, V>(document: OperationDocument<T, V>, variables: V, signal?: AbortSignal): AsyncGenerator<T> {
     const iterator = (await this.client()).iterate<T>({ query: document.toString(), variables: variables as Record<string, unknown> })
     const stop = () => void iterator.return?.()
     signal?.addEventListener('abort', stop, { once: true })
