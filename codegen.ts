@@ -4,7 +4,7 @@ import type { CodegenConfig } from '@graphql-codegen/cli'
 const scalars = (jsonType: string) => ({ DateTime: 'string', JSON: jsonType })
 const shared = { useTypeImports: true, enumsAsTypes: true, emitLegacyCommonJSImports: false }
 
-// Typed documents for the operations of promptline/client, and for the tests' operations.
+// Typed documents for the operations of promptline/client, the console, and the tests.
 const config: CodegenConfig = {
   schema: 'schema/schema.graphql',
   ignoreNoDocuments: false,
@@ -14,6 +14,12 @@ const config: CodegenConfig = {
       preset: 'client',
       presetConfig: { fragmentMasking: false },
       config: { ...shared, documentMode: 'string', scalars: scalars('../json.js#JsonValue') },
+    },
+    'console/src/generated/': {
+      documents: ['console/src/**/*.graphql'],
+      preset: 'client',
+      presetConfig: { fragmentMasking: false },
+      config: { ...shared, documentMode: 'string', scalars: scalars('unknown') },
     },
     'test/generated/': {
       documents: ['test/operations/**/*.graphql'],

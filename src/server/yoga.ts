@@ -9,6 +9,7 @@ import type { Logger } from '../domain/logger.js'
 import type { Context, Services } from '../schema/context.js'
 import { maskError } from '../schema/errors.js'
 import type { ApiKeyRing } from './api-keys.js'
+import { useConsole } from './console.js'
 import { GRAPHIQL_OPTIONS, renderSelfHostedGraphiQL } from './graphiql.js'
 import { type OpenSubscriptions, requestLimitPlugins } from './limits.js'
 import type { PrometheusMetrics } from './metrics.js'
@@ -94,6 +95,7 @@ export function createPromptlineYoga(options: {
     },
     plugins: [
       useProbes(options.probes, logger),
+      useConsole(),
       useRequestLog(logger),
       ...requestLimitPlugins(options.limits, options.subscriptions),
       // GET /metrics: promptline's series and Yoga's GraphQL operation series, one registry

@@ -1,0 +1,42 @@
+import { useEffect, useState } from 'preact/hooks'
+
+/** Calls `load` now and every `intervalMs` while mounted (and again when `deps` change); the latest result or error. */
+export function usePolled<T>(load: () => Promise<T>, intervalMs: number, deps: unknown[]): { value: T | null; error: unknown } {
+  const [state, setState] = useState<{ value: T | null; error: unknown }>({ value: null, error: null })
+  useEffect(() => {
+    let live = true
+    let timer: ReturnType<typeof setTimeout> | undefined
+    const tick = () =>
+      load().then(
+        (value) => live && setState({ value, error: null }),
+        (error: unknown) => live && setState((s) => ({ ...s, error })),
+      ).finally(() => {
+        if (live && intervalMs > 0) timer = setTimeout(tick, intervalMs)
+      })
+    void tick()
+    return () => {
+      live = false
+      clearTimeout(timer)
+    }
+    // biome-ignore lint/correctness/useExhaustiveDependencies: the caller names what reloads it
+  }, deps)
+  return state
+}
+
+/** The location hash as a route: `#/sessions/<id>` and `#/sessions/<id>/runs/<runId>`. */
+export function useRoute(): { sessionId: string | null; runId: string | null } {
+  const read = () => {
+    const [, , sessionId, , runId] = location.hash.split('/').map(decodeURIComponent)
+    return { sessionId: sessionId || null, runId: runId || null }
+  }
+  const [route, setRoute] = useState(read)
+  useEffect(() => {
+    const changed = () => setRoute(read())
+    addEventListener('hashchange', changed)
+    return () => removeEventListener('hashchange', changed)
+  }, [])
+  return route
+}
+
+export const sessionHref = (sessionId: string) => `#/sessions/${encodeURIComponent(sessionId)}`
+export const runHref = (sessionId: string, runId: string) => `${sessionHref(sessionId)}/runs/${encodeURIComponent(runId)}`

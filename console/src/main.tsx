@@ -1,0 +1,74 @@
+import { render } from 'preact'
+import { useMemo, useState } from 'preact/hooks'
+import { connect, needsKey, storedKey, storeKey } from './api.js'
+import { Backends } from './backends.js'
+import { useRoute } from './hooks.js'
+import { RunDetail } from './run-detail.js'
+import { SessionView } from './session-view.js'
+import { Sessions } from './sessions.js'
+import './style.css'
+
+function KeyForm({ onKey }: { onKey: (key: string) => void }) {
+  const [key, setKey] = useState('')
+  return (
+    <form
+      class="key"
+      onSubmit={(e) => {
+        e.preventDefault()
+        onKey(key)
+      }}
+    >
+      <label>
+        This server needs an API key:{' '}
+        <input type="password" value={key} onInput={(e) => setKey(e.currentTarget.value)} autocomplete="off" />
+      </label>
+      <button type="submit">Use key</button>
+    </form>
+  )
+}
+
+function App() {
+  const [apiKey, setApiKey] = useState(storedKey)
+  const [unauthenticated, setUnauthenticated] = useState(false)
+  const client = useMemo(() => connect(apiKey), [apiKey])
+  const route = useRoute()
+  // a run's end bumps this, so the run detail reads the ended run
+  const [runsEnded, setRunsEnded] = useState(0)
+  const onError = (error: unknown) => needsKey(error) && setUnauthenticated(true)
+  const useKey = (key: string) => {
+    storeKey(key)
+    setApiKey(key || undefined)
+    setUnauthenticated(false)
+  }
+  return (
+    <>
+      <header>
+        <h1>
+          promptline <span>console</span>
+        </h1>
+        {apiKey && (
+          <button type="button" onClick={() => useKey('')}>
+            Forget key
+          </button>
+        )}
+      </header>
+      {unauthenticated && <KeyForm onKey={useKey} />}
+      <main>
+        <Sessions client={client} selected={route.sessionId} onError={onError} />
+        <section class="center">
+          {route.sessionId ? (
+            <SessionView key={route.sessionId} client={client} sessionId={route.sessionId} onRunEnded={() => setRunsEnded((n) => n + 1)} />
+          ) : (
+            <p class="hint">Pick a session, or create one.</p>
+          )}
+        </section>
+        <aside>
+          <Backends client={client} />
+          {route.runId && <RunDetail client={client} runId={route.runId} refresh={runsEnded} />}
+        </aside>
+      </main>
+    </>
+  )
+}
+
+render(<App />, document.getElementById('app')!)

@@ -1,0 +1,98 @@
+import type { PromptlineClient } from 'promptline/client'
+import type { ComponentChildren } from 'preact'
+import { describeError } from './api.js'
+import { ConsoleRunDocument } from './generated/graphql.js'
+import { usePolled } from './hooks.js'
+
+const Row = ({ label, children }: { label: string; children: ComponentChildren }) => (
+  <>
+    <dt>{label}</dt>
+    <dd>{children ?? '—'}</dd>
+  </>
+)
+const time = (iso: string | null) => (iso ? new Date(iso).toLocaleTimeString() : null)
+const json = (value: unknown) => <pre>{JSON.stringify(value, null, 2)}</pre>
+
+/** Everything recorded of one run; read again when a run ends. */
+export function RunDetail({ client, runId, refresh }: { client: PromptlineClient; runId: string; refresh: number }) {
+  const { value, error } = usePolled(() => client.query(ConsoleRunDocument, { id: runId }), 0, [client, runId, refresh])
+  const run = value?.run
+  if (error) return <p class="error">{describeError(error)}</p>
+  if (!run) return <p class="hint">{value ? `No run ${runId}.` : 'Loading…'}</p>
+  return (
+    <section class="run" data-testid="run-detail">
+      <h2>
+        Run <span class={`status ${run.status}`}>{run.status}</span>
+        {run.terminalReason && <small> {run.terminalReason}</small>}
+      </h2>
+      <dl>
+        <Row label="id">{run.id}</Row>
+        <Row label="prompt">{run.promptId ? `${run.promptId} v${run.promptVersion}` : 'plain input'}</Row>
+        <Row label="definition hash">{run.definitionHash?.slice(0, 16)}</Row>
+        <Row label="rendered hash">{run.renderedHash?.slice(0, 16)}</Row>
+        <Row label="profile · backend · model">{[run.profileId, run.backendId, run.model].filter(Boolean).join(' · ')}</Row>
+        <Row label="usage">
+          {run.usage &&
+            `${run.usage.inputTokens} in (${run.usage.cacheReadTokens} cache read, ${run.usage.cacheWriteTokens} written) · ${run.usage.outputTokens} out (${run.usage.reasoningTokens} reasoning)`}
+        </Row>
+        <Row label="cost">{run.cost === null ? null : `$${run.cost.toFixed(6)} (${run.priceTable})`}</Row>
+        <Row label="started · first token · finished">
+          {[time(run.startedAt), time(run.firstTokenAt), time(run.finishedAt)].map((t) => t ?? '—').join(' · ')}
+        </Row>
+        <Row label="duration">{run.durationMs === null ? null : `${run.durationMs} ms`}</Row>
+        {run.errorCode && <Row label="error">{`${run.errorCode}: ${run.errorMessage}`}</Row>}
+        {run.validation && (
+          <Row label="validation">
+            {run.validation.valid ? 'valid' : 'invalid'} after {run.validation.attempts} attempt(s) {run.validation.errors.join('; ')}
+          </Row>
+        )}
+      </dl>
+      <h3>Output</h3>
+      <pre class="output">{run.output}</pre>
+      {run.parsedOutput != null && json(run.parsedOutput)}
+      <h3>Settings</h3>
+      {json(run.settings)}
+      {run.failoverAttempts.length > 0 && (
+        <>
+          <h3>Failover attempts</h3>
+          <ol>
+            {run.failoverAttempts.map((a) => (
+              <li key={a.attempt}>
+                {a.profileId} · {a.backendId} · {a.model}: {a.outcome} {a.errorCode} ({a.durationMs} ms)
+              </li>
+            ))}
+          </ol>
+        </>
+      )}
+      {run.alternatives.length > 0 && (
+        <>
+          <h3>Alternatives</h3>
+          <ol>
+            {run.alternatives.map((a) => (
+              <li key={a.profileId}>
+                {a.profileId} · {a.model}: {a.status}
+                {a.valid === false && ' (invalid)'} <pre>{a.output}</pre>
+              </li>
+            ))}
+          </ol>
+        </>
+      )}
+      {run.webhookDeliveries.map((d) => (
+        <div key={d.id}>
+          <h3>Webhook {d.status}</h3>
+          <p>
+            {new URL(d.url).origin} · {d.attempts.length} attempt(s)
+            {d.nextAttemptAt && ` · next at ${time(d.nextAttemptAt)}`}
+          </p>
+          <ol>
+            {d.attempts.map((a) => (
+              <li key={a.at}>
+                {time(a.at)}: {a.statusCode ?? '—'} {a.error}
+              </li>
+            ))}
+          </ol>
+        </div>
+      ))}
+    </section>
+  )
+}

@@ -1,0 +1,92 @@
+import { mkdirSync } from 'node:fs'
+import path from 'node:path'
+import type { Page } from 'playwright-core'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { PROJECT_ROOT } from '../../src/config.js'
+import { RunDocument } from '../generated/graphql.js'
+import { haveChromium, type LoopbackBrowser, launchLoopbackBrowser, NO_CHROMIUM } from '../helpers/browser.js'
+import { words } from '../helpers/flow.js'
+import { startTestServer, type TestServer } from '../helpers/server.js'
+
+/** Where the test keeps its screenshot (CI keeps the folder as an artifact). */
+const ARTIFACTS = path.join(PROJECT_ROOT, 'test', 'artifacts')
+
+const streamText = async (page: Page) => (await page.getByTestId('stream').textContent()) ?? ''
+
+/** Fills the console's enqueue form and submits it. */
+async function enqueueFromPage(page: Page, input: string, overrides: string) {
+  const form = page.getByRole('form', { name: 'Enqueue' })
+  await form.locator('textarea[name=input]').fill(input)
+  await form.locator('textarea[name=overrides]').fill(overrides)
+  await form.getByRole('button', { name: 'Enqueue' }).click()
+}
+
+describe.skipIf(!haveChromium)(`the console in headless Chromium${haveChromium ? '' : ` (${NO_CHROMIUM})`}`, () => {
+  let server: TestServer
+  let browser: LoopbackBrowser
+
+  beforeAll(async () => {
+    server = await startTestServer({ provider: 'sqlite' })
+    browser = await launchLoopbackBrowser()
+  })
+  afterAll(async () => {
+    await browser?.close()
+    await server?.stop({ dropDatabase: true })
+  })
+
+  it('creates a session, streams a run token by token, aborts a second run from the page, and shows it ABORTED', async () => {
+    const page = await browser.context.newPage()
+    await page.goto(`${server.http.url}/console`)
+    const create = page.getByRole('form', { name: 'New session' })
+    await create.locator('input[name=id]').fill('from-the-page')
+    await create.locator('select[name=defaultProfileId]').selectOption('fake-echo')
+    await create.getByRole('button', { name: 'Create session' }).click()
+    await expect.poll(() => page.getByTestId('session').textContent(), { timeout: 15_000 }).toContain('from-the-page')
+    await expect.poll(() => page.getByTestId('session').textContent()).toContain('live')
+
+    // the fake-echo backend echoes the input one word at a time, 40 ms apart
+    await enqueueFromPage(page, words(60), '{"extra": {"tokenDelayMs": 40}}')
+    await expect.poll(() => streamText(page), { timeout: 15_000 }).toContain('w3')
+    const early = await streamText(page)
+    await expect.poll(() => streamText(page), { timeout: 15_000 }).toContain('w30')
+    expect(early).not.toContain('w30') // it grew while the run went on: tokens, not one final answer
+    await expect.poll(() => page.getByTestId('entry-1').textContent(), { timeout: 15_000 }).toContain('COMPLETED')
+    expect(await streamText(page)).toBe('')
+
+    await enqueueFromPage(page, words(400), '{"extra": {"tokenDelayMs": 40}}')
+    const second = page.getByTestId('entry-2')
+    await expect.poll(() => second.textContent(), { timeout: 15_000 }).toContain('RUNNING')
+    await expect.poll(() => streamText(page), { timeout: 15_000 }).toContain('w2')
+    await second.getByRole('button', { name: 'Abort' }).click()
+    await expect.poll(() => second.getByTestId('run-status').textContent(), { timeout: 15_000 }).toBe('ABORTED')
+    await expect.poll(() => second.textContent()).toContain('CANCELLED')
+
+    // the run's detail, from the page, agrees with the server
+    await second.getByTestId('run-status').click()
+    const detail = page.getByTestId('run-detail')
+    await expect.poll(() => detail.textContent(), { timeout: 15_000 }).toContain('ABORTED')
+    const runId = new URL(page.url()).hash.split('/').pop()!
+    const run = (await server.request(RunDocument, { id: runId })).data!.run!
+    expect(run).toMatchObject({ status: 'ABORTED', sessionId: 'from-the-page' })
+    expect(await detail.textContent()).toContain(run.id)
+
+    mkdirSync(ARTIFACTS, { recursive: true })
+    await page.screenshot({ path: path.join(ARTIFACTS, 'console.png'), fullPage: true })
+    expect(browser.external).toEqual([])
+    await page.close()
+  })
+
+  it('loads and works with nothing reachable but loopback: every request goes to this server', async () => {
+    const page = await browser.context.newPage()
+    const asked: string[] = []
+    page.on('request', (request) => asked.push(request.url()))
+    await page.goto(`${server.http.url}/console/`)
+    await expect.poll(() => page.getByTestId('sessions').textContent(), { timeout: 15_000 }).toContain('from-the-page')
+    await expect.poll(() => page.getByTestId('backends').textContent(), { timeout: 15_000 }).toContain('fake')
+    expect(browser.external).toEqual([])
+    const origin = new URL(server.http.url).origin
+    expect(asked.length).toBeGreaterThan(2)
+    expect(asked.filter((url) => new URL(url).origin !== origin)).toEqual([])
+    await page.close()
+  })
+})
