@@ -48,8 +48,8 @@ export async function produceAnswer(options: {
   const { caller, output, maxRepairs, steers, progress, hooks } = options
   let messages = options.messages
   let firstToken = true
-  for (;;) {
-    progress.text = ''
+  // one attempt: model calls until no steer is waiting
+  const generate = async () => {
     for (;;) {
       progress.segment = ''
       const { endedEarly } = await caller.call(messages, (text) => {
@@ -63,7 +63,7 @@ export async function produceAnswer(options: {
         return steers?.waiting ?? false
       })
       const applied = steers?.take() ?? []
-      if (applied.length === 0 && !endedEarly) break
+      if (applied.length === 0 && !endedEarly) return
       hooks.coalescer.restart()
       if (progress.segment !== '') {
         messages = [...messages, { role: 'assistant', content: progress.segment }]
@@ -75,6 +75,10 @@ export async function produceAnswer(options: {
         hooks.onSteerApplied(steer.steerId)
       }
     }
+  }
+  for (;;) {
+    progress.text = ''
+    await generate()
     hooks.coalescer.flush()
     hooks.onStatus('VALIDATING')
     const validation = validateOutput(output, progress.text)
