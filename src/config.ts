@@ -79,6 +79,9 @@ const configSchema = z.object({
   PROMPTLINE_WEBHOOK_SECRET: parsedWith(checkSecret).optional(),
   PROMPTLINE_WEBHOOK_SECRETS: parsedWith(parseWebhookSecrets).optional(),
   PROMPTLINE_WEBHOOK_RETRY_MS: parsedWith(parseRetryDelays).optional(),
+  OTEL_EXPORTER_OTLP_ENDPOINT: z.url({ protocol: /^https?$/ }).optional(),
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: z.url({ protocol: /^https?$/ }).optional(),
+  OTEL_SERVICE_NAME: z.string().min(1).max(256).default('promptline'),
 })
 
 export interface Config {
@@ -108,6 +111,8 @@ export interface Config {
     secrets: Map<string, string>
     retryDelaysMs: number[]
   }
+  /** OpenTelemetry traces over OTLP/HTTP, from the standard OTEL_ variables; null: no tracing. */
+  tracing: { tracesUrl: string; serviceName: string } | null
 }
 
 /** Hosts only this machine can reach: without API keys the server listens on nothing else. */
@@ -132,6 +137,10 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       'invalid environment variable PROMPTLINE_STALE_MS: must be longer than PROMPTLINE_HEARTBEAT_MS, or live runs would be reaped',
     )
   }
+  // the signal-specific variable is the URL itself; the general one is a base the path is added to
+  const tracesUrl =
+    c.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ??
+    (c.OTEL_EXPORTER_OTLP_ENDPOINT && `${c.OTEL_EXPORTER_OTLP_ENDPOINT.replace(/\/+$/, '')}/v1/traces`)
   const apiKeys = c.PROMPTLINE_API_KEYS && c.PROMPTLINE_API_KEYS.length > 0 ? c.PROMPTLINE_API_KEYS : null
   if (!apiKeys && !LOOPBACK_HOSTS.has(c.HOST) && c.PROMPTLINE_ALLOW_OPEN !== '1') {
     throw new ConfigError(
@@ -188,5 +197,6 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       ]),
       retryDelaysMs: c.PROMPTLINE_WEBHOOK_RETRY_MS ?? [...DEFAULT_RETRY_DELAYS_MS],
     },
+    tracing: tracesUrl ? { tracesUrl, serviceName: c.OTEL_SERVICE_NAME } : null,
   }
 }

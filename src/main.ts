@@ -3,6 +3,7 @@ import { type Config, ConfigError, loadConfig } from './config.js'
 import { createLogger } from './domain/logger.js'
 import { createApp } from './server/app.js'
 import { startHttpServer } from './server/http.js'
+import { startTracing } from './server/tracing.js'
 
 // The only file that reads process.env or listens.
 async function main(): Promise<void> {
@@ -17,6 +18,7 @@ async function main(): Promise<void> {
     throw err
   }
   const logger = createLogger(config.logLevel, undefined, config.logFormat)
+  const stopTracing = config.tracing ? await startTracing(config.tracing, logger) : async () => {}
   const app = await createApp(
     {
       databaseUrl: config.databaseUrl,
@@ -56,6 +58,7 @@ async function main(): Promise<void> {
       .drain()
       .then(() => http.stop())
       .then(() => app.close())
+      .then(() => stopTracing())
       .then(
         () => process.exit(0),
         (err: unknown) => {

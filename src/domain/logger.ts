@@ -1,5 +1,6 @@
 import { type DestinationStream, pino } from 'pino'
 import pretty from 'pino-pretty'
+import { activeTraceIds } from './tracing.js'
 
 export const LOG_LEVELS = ['debug', 'info', 'warn', 'error', 'silent'] as const
 export type LogLevel = (typeof LOG_LEVELS)[number]
@@ -79,6 +80,8 @@ export function createLogger(level: LogLevel, write?: (line: string) => void, fo
       timestamp: pino.stdTimeFunctions.isoTime,
       formatters: { level: (label) => ({ level: label }) },
       redact: { paths: REDACT, censor: '[redacted]' },
+      // with tracing on, a line written inside a span names its trace
+      mixin: activeTraceIds,
     },
     destination,
   )

@@ -1,6 +1,7 @@
 import type { OutputContract } from '../domain/definitions.js'
 import { repairInstruction, type ValidationResult, validateOutput } from '../domain/output-validation.js'
 import type { ChatMessage } from '../domain/records.js'
+import { inSpan, inSpanSync } from '../domain/tracing.js'
 import type { ModelCaller } from './model-caller.js'
 import type { SteerInbox } from './steer-inbox.js'
 import type { TokenCoalescer } from './token-coalescer.js'
@@ -78,10 +79,14 @@ export async function produceAnswer(options: {
   }
   for (;;) {
     progress.text = ''
-    await generate()
+    await (progress.attempt === 0 ? generate() : inSpan('promptline.repair', { 'promptline.repair.attempt': progress.attempt }, generate))
     hooks.coalescer.flush()
     hooks.onStatus('VALIDATING')
-    const validation = validateOutput(output, progress.text)
+    const validation = inSpanSync('promptline.validate', { 'promptline.output.kind': output.kind }, (span) => {
+      const result = validateOutput(output, progress.text)
+      span.setAttribute('promptline.output.valid', result.valid)
+      return result
+    })
     if (validation.valid || progress.attempt >= maxRepairs) return { text: progress.text, validation, attempts: progress.attempt + 1 }
     // a repair: the same lease, the answer and what was wrong with it, a fresh permit
     hooks.coalescer.restart()

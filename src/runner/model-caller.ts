@@ -3,6 +3,7 @@ import type { Backend } from '../domain/catalog.js'
 import { CredentialsError, GenerationError, PromptlineError } from '../domain/errors.js'
 import { addUsage, type ChatMessage, type FailoverAttempt, type Usage, usageOf } from '../domain/records.js'
 import { sleep } from '../domain/sleep.js'
+import { type ModelCallOutcome, startModelCallSpan } from '../domain/tracing.js'
 import type { ModelClient } from '../providers/model-client.js'
 import { classifyVendorError, ProviderError } from '../providers/provider-error.js'
 import type { Candidate } from './prepare.js'
@@ -73,6 +74,8 @@ export class ModelCaller {
         const release = await pool.permit(signal)
         this.calls.opened()
         const started = performance.now()
+        const span = startModelCallSpan(candidate.backend.kind, candidate.model, candidate.settings)
+        const outcome: ModelCallOutcome = {}
         let text = ''
         let deltas = 0
         let endedEarly = false
@@ -88,6 +91,7 @@ export class ModelCaller {
           for await (const event of client.generate(request, signal)) {
             if (event.type === 'end') {
               reported = event.usage
+              outcome.finishReason = event.finishReason
               continue
             }
             text += event.text
@@ -99,13 +103,15 @@ export class ModelCaller {
           }
           signal.throwIfAborted()
           // a stream ended early never reports usage: count the deltas that arrived
-          this.charge(candidate, reported ?? usageOf({ outputTokens: deltas }))
+          outcome.usage = reported ?? usageOf({ outputTokens: deltas })
+          this.charge(candidate, outcome.usage)
           pool.succeeded()
           this.record(candidate, 'SUCCEEDED', null, performance.now() - started, attempt)
           this.current = index
           return { text, endedEarly }
         } catch (error) {
           if (signal.aborted) {
+            outcome.errorType = 'aborted'
             this.charge(candidate, usageOf({ outputTokens: deltas }))
             throw signal.reason
           }
@@ -114,6 +120,7 @@ export class ModelCaller {
               ? new ProviderError(error.message, 'FATAL', null, null, error.code)
               : classifyVendorError(error, candidate.backend.kind, candidate.credential.reveal())
           this.record(candidate, 'FAILED', failure.reason, performance.now() - started, attempt)
+          outcome.errorType = failure.reason
           if (failure.reason === 'RATE_LIMITED' || failure.reason === 'OVERLOADED') pool.throttled(failure.retryAfterMs)
           if (deltas > 0) {
             this.charge(candidate, usageOf({ outputTokens: deltas }))
@@ -125,8 +132,10 @@ export class ModelCaller {
           const backoff = Math.min(retry.maxDelayMs, retry.baseDelayMs * 2 ** (attempt - 1)) * (0.8 + Math.random() * 0.4)
           // a vendor that asks for a longer wait than we allow is left for the next candidate
           if (failure.retryAfterMs !== null && failure.retryAfterMs > retry.maxDelayMs) break
+          span.end(outcome) // the backoff is no part of the call
           await sleep(failure.retryAfterMs ?? backoff, signal)
         } finally {
+          span.end(outcome)
           release()
           this.calls.closed()
         }

@@ -3,6 +3,7 @@ import type { Backend } from '../domain/catalog.js'
 import { PromptlineError } from '../domain/errors.js'
 import { addUsage, type QueueEntryRecord, type RunRecord, type TerminalReason, usageOf } from '../domain/records.js'
 import { redactSettings } from '../domain/settings.js'
+import { inRunSpan } from '../domain/tracing.js'
 import type { ModelClient } from '../providers/model-client.js'
 import { type AnswerHooks, type AnswerProgress, produceAnswer } from './answer.js'
 import { ModelCaller } from './model-caller.js'
@@ -76,12 +77,12 @@ export class RunExecutor {
     const generating = new Promise<boolean>((resolve) => {
       generationStarted = resolve
     })
-    const finished = (async () => {
+    const finished = inRunSpan(recorder.run, async () => {
       const end = await this.generate(recorder, entry, admitted, controller.signal, steers, () => generationStarted(true))
       ending = true
       generationStarted(false)
       return recorder.finish({ ...end, unappliedSteerIds: steers.unapplied() })
-    })()
+    })
     return {
       run: recorder.run,
       steers,

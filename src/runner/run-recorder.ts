@@ -4,6 +4,7 @@ import { advanceEntry, advanceRun, entryStatusOf, isTerminalEntry } from '../dom
 import type { Logger } from '../domain/logger.js'
 import type { Metrics } from '../domain/metrics.js'
 import type { ChatMessage, MessageRecord, QueueEntryRecord, RunRecord, RunStatus, TerminalReason } from '../domain/records.js'
+import { inSpan } from '../domain/tracing.js'
 import type { SessionEventBus } from '../events/event-bus.js'
 import type { RunLedger } from '../store/run-ledger.js'
 import type { RunStore } from '../store/run-store.js'
@@ -190,8 +191,10 @@ export class RunRecorder {
     let final: RunRecord = ended
     try {
       await deps.saves.settled(run.id)
-      const written = await deps.bus.commit(run.tenantId, run.sessionId!, run.id, events, (numbered) =>
-        deps.ledger.finish({ run: ended, entry: endedEntry, messages, events: numbered }),
+      const written = await inSpan('promptline.run.end', { 'promptline.run.status': ended.status }, () =>
+        deps.bus.commit(run.tenantId, run.sessionId!, run.id, events, (numbered) =>
+          deps.ledger.finish({ run: ended, entry: endedEntry, messages, events: numbered }),
+        ),
       )
       if (written) {
         deps.sessions.appended(run.tenantId, run.sessionId!, messages)

@@ -6,6 +6,7 @@ import type { SessionEvent } from '../domain/events.js'
 import type { Metrics } from '../domain/metrics.js'
 import type { QueueEntryRecord, QueueEntryView, RunCursor, RunFilter, RunRecord, WhenBusy } from '../domain/records.js'
 import { MAX_TEXT, parseRunRequest } from '../domain/run-request.js'
+import { inSpan } from '../domain/tracing.js'
 import { type WebhookDelivery, type WebhookSigners, webhookUrlSchema } from '../domain/webhooks.js'
 import type { SessionEventBus } from '../events/event-bus.js'
 import type { AdmitRequest, PromptQueue } from '../queue/prompt-queue.js'
@@ -98,13 +99,13 @@ export class RunService {
   }
 
   private async enqueueHere(tenantId: string, input: Record<string, unknown>, whenBusy: WhenBusy): Promise<QueueEntryRecord> {
-    return this.counted(async () => this.queue.admit({ ...(await this.admission(tenantId, input)), whenBusy }))
+    return this.counted(tenantId, async () => this.queue.admit({ ...(await this.admission(tenantId, input)), whenBusy }))
   }
 
-  /** An admission, its refusal by a limit, a busy session or a budget counted by reason. */
-  private async counted<T>(admit: () => Promise<T>): Promise<T> {
+  /** An admission, in its span, its refusal by a limit, a busy session or a budget counted by reason. */
+  private async counted<T>(tenantId: string, admit: () => Promise<T>): Promise<T> {
     try {
-      return await admit()
+      return await inSpan('promptline.admit', { 'promptline.tenant.id': tenantId }, admit)
     } catch (error) {
       const reason =
         error instanceof QueueFullError
@@ -145,7 +146,7 @@ export class RunService {
   private async scheduleHere(tenantId: string, input: Record<string, unknown>): Promise<QueueEntryRecord> {
     const { scheduleKey, debounceMs, ...rest } = input
     const schedule = parseInput(scheduleSchema, { scheduleKey, debounceMs }, 'input')
-    return this.counted(async () =>
+    return this.counted(tenantId, async () =>
       this.queue.admit({
         ...(await this.admission(tenantId, rest)),
         whenBusy: 'ENQUEUE',

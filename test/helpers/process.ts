@@ -8,7 +8,10 @@ import type { TestServer } from './server.js'
  * Starts `src/main.ts` in a child process on port 0 and resolves with its URL. Node itself runs
  * it (tsx as a loader, not its CLI, which would put the server in a grandchild a kill misses).
  */
-export function startServerProcess(databaseUrl: string, env: Record<string, string> = {}): Promise<{ child: ChildProcess; url: string }> {
+export function startServerProcess(
+  databaseUrl: string,
+  env: Record<string, string> = {},
+): Promise<{ child: ChildProcess; url: string; output: () => string }> {
   const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
     cwd: PROJECT_ROOT,
     // alone on its database unless the test gives it a Redis (CI's REDIS_URL is for the tests that ask)
@@ -20,7 +23,7 @@ export function startServerProcess(databaseUrl: string, env: Record<string, stri
     child.stdout!.on('data', (chunk: Buffer) => {
       out += chunk.toString()
       const match = /GraphiQL at (http:\/\/\S+)\/graphql/.exec(out)
-      if (match) resolve({ child, url: match[1]! })
+      if (match) resolve({ child, url: match[1]!, output: () => out })
     })
     child.stderr!.on('data', (chunk: Buffer) => (out += chunk.toString()))
     child.on('exit', (code) => reject(new Error(`server exited (${code}): ${out}`)))
