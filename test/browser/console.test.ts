@@ -1,11 +1,16 @@
+import type { ChildProcess } from 'node:child_process'
 import { mkdirSync } from 'node:fs'
+import { createServer } from 'node:http'
+import type { AddressInfo } from 'node:net'
 import path from 'node:path'
 import type { Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { PROJECT_ROOT } from '../../src/config.js'
-import { RunDocument } from '../generated/graphql.js'
+import { CreateSessionDocument, EnqueuePromptDocument, RunDocument } from '../generated/graphql.js'
 import { haveChromium, type LoopbackBrowser, launchLoopbackBrowser, NO_CHROMIUM } from '../helpers/browser.js'
-import { words } from '../helpers/flow.js'
+import { createTestDatabase } from '../helpers/databases.js'
+import { slow, words } from '../helpers/flow.js'
+import { killHard, post, startServerProcess } from '../helpers/process.js'
 import { startTestServer, type TestServer } from '../helpers/server.js'
 
 /** Where the test keeps its screenshot (CI keeps the folder as an artifact). */
@@ -89,4 +94,43 @@ describe.skipIf(!haveChromium)(`the console in headless Chromium${haveChromium ?
     expect(asked.filter((url) => new URL(url).origin !== origin)).toEqual([])
     await page.close()
   })
+
+  it('follows its session across a kill -9 and restart of the server: the stream resumes and the queue stays live', async () => {
+    const database = await createTestDatabase('sqlite')
+    const port = await freePort()
+    let child: ChildProcess | undefined
+    try {
+      const first = await startServerProcess(database.url, { PORT: String(port) })
+      child = first.child
+      await post(first.url, CreateSessionDocument, { input: { id: 'survivor', defaultProfileId: 'fake-echo' } })
+      const page = await browser.context.newPage()
+      await page.goto(`${first.url}/console/#/sessions/survivor`)
+      await expect.poll(() => page.getByTestId('session').textContent(), { timeout: 15_000 }).toContain('● live')
+      await post(first.url, EnqueuePromptDocument, { input: { sessionId: 'survivor', input: words(400), overrides: slow(40) } })
+      await expect.poll(() => streamText(page), { timeout: 15_000 }).toContain('w2')
+      await killHard(child)
+
+      const second = await startServerProcess(database.url, { PORT: String(port) })
+      child = second.child
+      // the run cut off by the kill ends FAILED; a new prompt streams into the same page
+      await expect.poll(() => page.getByTestId('entry-1').textContent(), { timeout: 20_000 }).toContain('FAILED')
+      await post(second.url, EnqueuePromptDocument, { input: { sessionId: 'survivor', input: words(40, 'after'), overrides: slow(40) } })
+      await expect.poll(() => streamText(page), { timeout: 15_000 }).toContain('after3')
+      await expect.poll(() => page.getByTestId('entry-2').textContent(), { timeout: 15_000 }).toContain('COMPLETED')
+      expect(browser.external).toEqual([])
+      await page.close()
+    } finally {
+      if (child) await killHard(child)
+      await database.drop()
+    }
+  })
 })
+
+/** A port nothing listens on now, so a restarted server can take the one its page knows. */
+async function freePort(): Promise<number> {
+  const server = createServer()
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve))
+  const { port } = server.address() as AddressInfo
+  await new Promise((resolve) => server.close(resolve))
+  return port
+}
