@@ -1,13 +1,17 @@
 import type OpenAI from 'openai'
+import type { ChatCompletionChunk } from 'openai/resources/chat/completions'
 import { usageOf } from '../domain/records.js'
 import { ClientCache } from './client-cache.js'
 import type { GenerateEvent, GenerateRequest, ModelClient } from './model-client.js'
 import { classifyVendorError } from './provider-error.js'
+import { serverSentEvents } from './sse.js'
 
 /**
  * OpenAI chat completions, streamed with usage, through the official SDK. A backend's base URL
  * points it at any OpenAI-compatible server (vLLM, Ollama, LM Studio); without one the SDK's
- * default applies (OPENAI_BASE_URL included). Retries are ours, so the SDK makes none.
+ * default applies (OPENAI_BASE_URL included). Retries are ours, so the SDK makes none. The
+ * SDK sends the request and raises its errors; the event stream is read by `serverSentEvents`
+ * (linear, where the SDK's reader is quadratic in the events of one network chunk).
  */
 export class OpenAIModelClient implements ModelClient {
   private readonly clients = new ClientCache<OpenAI>()
@@ -37,8 +41,14 @@ export class OpenAIModelClient implements ModelClient {
     let usage = usageOf()
     let finishReason = 'unknown'
     try {
-      const stream = await client.chat.completions.create(body, { signal })
-      for await (const chunk of stream) {
+      // the SDK sends the request and turns a refusal into its APIError; the stream is read here
+      const response = await client.chat.completions.create(body, { signal }).asResponse()
+      if (!response.body) throw new Error('the response has no body')
+      for await (const { data } of serverSentEvents(response.body)) {
+        if (data.startsWith('[DONE]')) break
+        const chunk = JSON.parse(data) as ChatCompletionChunk & { error?: { message?: string } }
+        // an error sent in the stream (the SDK throws these too)
+        if (chunk.error) throw new Error(chunk.error.message ?? 'the stream reported an error')
         const choice = chunk.choices[0]
         if (choice?.delta?.content) yield { type: 'delta', text: choice.delta.content }
         if (choice?.finish_reason) finishReason = choice.finish_reason
