@@ -1,9 +1,11 @@
 import type Anthropic from '@anthropic-ai/sdk'
+import type { RawMessageStreamEvent } from '@anthropic-ai/sdk/resources/messages'
 import type { ChatMessage } from '../domain/records.js'
 import { usageOf } from '../domain/records.js'
 import { ClientCache } from './client-cache.js'
 import type { GenerateEvent, GenerateRequest, ModelClient } from './model-client.js'
 import { classifyVendorError } from './provider-error.js'
+import { serverSentEvents } from './sse.js'
 
 /** Anthropic takes system text apart from the turns, and turns that alternate user/assistant. */
 export function toAnthropicMessages(messages: ChatMessage[]): { system: string; turns: { role: 'user' | 'assistant'; content: string }[] } {
@@ -21,7 +23,11 @@ export function toAnthropicMessages(messages: ChatMessage[]): { system: string; 
   return { system, turns }
 }
 
-/** Anthropic messages, streamed, through the official SDK. Retries are ours, so the SDK makes none. */
+/**
+ * Anthropic messages, streamed, through the official SDK. Retries are ours, so the SDK makes
+ * none. The SDK sends the request and raises its errors; the event stream is read by
+ * `serverSentEvents`, like OpenAI's.
+ */
 export class AnthropicModelClient implements ModelClient {
   private readonly clients = new ClientCache<Anthropic>()
 
@@ -47,8 +53,16 @@ export class AnthropicModelClient implements ModelClient {
     let usage = usageOf()
     let finishReason = 'unknown'
     try {
-      const stream = await client.messages.create(body, { signal })
-      for await (const event of stream) {
+      // the SDK sends the request and turns a refusal into its APIError; the stream is read here
+      const response = await client.messages.create(body, { signal }).asResponse()
+      if (!response.body) throw new Error('the response has no body')
+      for await (const sse of serverSentEvents(response.body)) {
+        if (sse.event === 'ping' || sse.data === '') continue
+        const event = JSON.parse(sse.data) as RawMessageStreamEvent | { type: 'error'; error?: { message?: string } }
+        // an error sent in the stream (the SDK throws these too)
+        if (sse.event === 'error' || event.type === 'error') {
+          throw new Error(`the stream reported an error: ${('error' in event && event.error?.message) || 'unknown'}`)
+        }
         if (event.type === 'message_start') {
           // Anthropic's input_tokens leave the cached ones out: add them, so inputTokens counts every input token
           const { input_tokens, output_tokens, cache_read_input_tokens, cache_creation_input_tokens } = event.message.usage

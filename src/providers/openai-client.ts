@@ -48,7 +48,7 @@ export class OpenAIModelClient implements ModelClient {
         if (data.startsWith('[DONE]')) break
         const chunk = JSON.parse(data) as ChatCompletionChunk & { error?: { message?: string } }
         // an error sent in the stream (the SDK throws these too)
-        if (chunk.error) throw new Error(chunk.error.message ?? 'the stream reported an error')
+        if (chunk.error) throw new Error(`the stream reported an error: ${chunk.error.message ?? 'unknown'}`)
         const choice = chunk.choices[0]
         if (choice?.delta?.content) yield { type: 'delta', text: choice.delta.content }
         if (choice?.finish_reason) finishReason = choice.finish_reason

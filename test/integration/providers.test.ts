@@ -105,6 +105,17 @@ describe.each([
     expect(error).toMatchObject({ kind: 'RETRYABLE', reason: 'NETWORK' })
   })
 
+  it("raises the vendor's in-stream error event as a retryable failure, after the tokens it got", async () => {
+    server.script({ tokens: ['a ', 'b ', 'c '], streamErrorAfter: 2, errorMessage: 'overloaded right now' })
+    const events: GenerateEvent[] = []
+    const error = await (async () => {
+      for await (const event of client.generate(request(server, 'x'), new AbortController().signal)) events.push(event)
+    })().catch((e: unknown) => e)
+    expect(events.map((e) => (e as { text?: string }).text)).toEqual(['a ', 'b '])
+    expect(error).toMatchObject({ kind: 'RETRYABLE', reason: 'NETWORK' })
+    expect((error as Error).message).toContain('overloaded right now')
+  })
+
   it('closes the vendor request when aborted, mid-stream or while the vendor hangs', async () => {
     server.script({ tokens: Array.from({ length: 50 }, (_, i) => `t${i} `), delayMs: 20 })
     const controller = new AbortController()
