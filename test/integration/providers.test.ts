@@ -28,6 +28,15 @@ async function collect(client: ModelClient, req: GenerateRequest, signal = new A
   return events
 }
 
+/** The events a generation yields before it fails, and its error. */
+async function collectUntilError(client: ModelClient, req: GenerateRequest) {
+  const events: GenerateEvent[] = []
+  const error = await (async () => {
+    for await (const event of client.generate(req, new AbortController().signal)) events.push(event)
+  })().catch((e: unknown) => e)
+  return { events, error }
+}
+
 describe.each([
   ['openai', () => new OpenAIModelClient()],
   ['anthropic', () => new AnthropicModelClient()],
@@ -97,20 +106,14 @@ describe.each([
 
   it('fails a stream cut halfway as a retryable network error, after the tokens it got', async () => {
     server.script({ tokens: ['a ', 'b ', 'c ', 'd '], cutAfter: 2 })
-    const events: GenerateEvent[] = []
-    const error = await (async () => {
-      for await (const event of client.generate(request(server, 'x'), new AbortController().signal)) events.push(event)
-    })().catch((e: unknown) => e)
+    const { events, error } = await collectUntilError(client, request(server, 'x'))
     expect(events.map((e) => (e as { text?: string }).text)).toEqual(['a ', 'b '])
     expect(error).toMatchObject({ kind: 'RETRYABLE', reason: 'NETWORK' })
   })
 
   it("raises the vendor's in-stream error event as a retryable failure, after the tokens it got", async () => {
     server.script({ tokens: ['a ', 'b ', 'c '], streamErrorAfter: 2, errorMessage: 'overloaded right now' })
-    const events: GenerateEvent[] = []
-    const error = await (async () => {
-      for await (const event of client.generate(request(server, 'x'), new AbortController().signal)) events.push(event)
-    })().catch((e: unknown) => e)
+    const { events, error } = await collectUntilError(client, request(server, 'x'))
     expect(events.map((e) => (e as { text?: string }).text)).toEqual(['a ', 'b '])
     expect(error).toMatchObject({ kind: 'RETRYABLE', reason: 'NETWORK' })
     expect((error as Error).message).toContain('overloaded right now')
