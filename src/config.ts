@@ -70,6 +70,7 @@ const configSchema = z.object({
   PROMPTLINE_IDEMPOTENCY_TTL_MS: count(DEFAULT_QUEUE_LIMITS.idempotencyTtlMs),
   PROMPTLINE_TOKEN_COALESCE_MS: count(DEFAULT_COALESCER_OPTIONS.windowMs, 0),
   PROMPTLINE_TOKEN_COALESCE_MAX: count(DEFAULT_COALESCER_OPTIONS.maxDeltas),
+  PROMPTLINE_TOKEN_EVENTS_PER_SECOND: count(DEFAULT_COALESCER_OPTIONS.eventsPerSecond, 0),
   PROMPTLINE_SHUTDOWN_GRACE_MS: count(10_000, 0),
   PROMPTLINE_HEARTBEAT_MS: count(DEFAULT_DURABILITY_TIMES.heartbeatMs, 10),
   PROMPTLINE_STALE_MS: count(DEFAULT_DURABILITY_TIMES.staleMs, 10),
@@ -181,7 +182,11 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       retainedTerminalPerSession: c.PROMPTLINE_RETAINED_TERMINAL_PER_SESSION,
       idempotencyTtlMs: c.PROMPTLINE_IDEMPOTENCY_TTL_MS,
     },
-    coalescer: { windowMs: c.PROMPTLINE_TOKEN_COALESCE_MS, maxDeltas: c.PROMPTLINE_TOKEN_COALESCE_MAX },
+    coalescer: {
+      windowMs: c.PROMPTLINE_TOKEN_COALESCE_MS,
+      maxDeltas: c.PROMPTLINE_TOKEN_COALESCE_MAX,
+      eventsPerSecond: c.PROMPTLINE_TOKEN_EVENTS_PER_SECOND,
+    },
     shutdownGraceMs: c.PROMPTLINE_SHUTDOWN_GRACE_MS,
     durability: {
       heartbeatMs: c.PROMPTLINE_HEARTBEAT_MS,

@@ -11,7 +11,7 @@ import { alternativeOf, type Branch, type BranchFactory, runParallel } from './p
 import type { AdmittedPrompt, Candidate, PromptPreparer } from './prepare.js'
 import { type RunEnding, RunRecorder, type RunRecorderDeps, type Stall } from './run-recorder.js'
 import { SteerInbox } from './steer-inbox.js'
-import { type CoalescerOptions, TokenCoalescer } from './token-coalescer.js'
+import { type CoalescerPacing, TokenCoalescer } from './token-coalescer.js'
 
 /** Why a run was stopped from outside; the abort signal's reason. */
 export class RunStop {
@@ -49,7 +49,7 @@ export interface RunExecutorDeps extends RunRecorderDeps {
   preparer: PromptPreparer
   clientFor(backend: Backend): ModelClient
   capacity: CapacityPools
-  coalescer: CoalescerOptions
+  coalescer: CoalescerPacing
 }
 
 const now = () => new Date().toISOString()

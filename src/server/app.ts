@@ -27,7 +27,7 @@ import { PromptQueue } from '../queue/prompt-queue.js'
 import { SessionLeases, SOLE_OWNERSHIP } from '../queue/session-leases.js'
 import { PromptPreparer } from '../runner/prepare.js'
 import { RunExecutor } from '../runner/run-executor.js'
-import { type CoalescerOptions, DEFAULT_COALESCER_OPTIONS } from '../runner/token-coalescer.js'
+import { type CoalescerOptions, CoalescerPacing } from '../runner/token-coalescer.js'
 import { schema } from '../schema/schema.js'
 import { BudgetGuard } from '../services/budget-guard.js'
 import { CatalogService } from '../services/catalog-service.js'
@@ -130,7 +130,7 @@ export async function createApp(options: AppOptions, secrets: SecretLookup, logg
       sessions: sessionMemory,
       logger,
       metrics,
-      coalescer: options.coalescer ?? DEFAULT_COALESCER_OPTIONS,
+      coalescer: new CoalescerPacing(options.coalescer),
       heartbeatMs: times.heartbeatMs,
       noProgressMs: times.noProgressMs,
     })

@@ -19,7 +19,7 @@ describe('config from the environment', () => {
         maxPendingBytes: 128 * 1024 * 1024,
         retainedTerminalPerSession: 100,
       },
-      coalescer: { windowMs: 15, maxDeltas: 32 },
+      coalescer: { windowMs: 15, maxDeltas: 32, eventsPerSecond: 1000 },
     })
   })
 
