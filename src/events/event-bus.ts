@@ -30,7 +30,10 @@ interface Stream {
 }
 
 export interface EventBusOptions {
-  /** How long published events may wait before they are written (ms). */
+  /**
+   * How long published events may wait before they are written (ms). Subscribers get them live
+   * at once; the write is for replay, and a run's end writes what is left in its own transaction.
+   */
   flushIntervalMs: number
   /** Most events written in one statement. */
   batchSize: number
@@ -41,7 +44,7 @@ export interface EventBusOptions {
 }
 
 export const DEFAULT_EVENT_BUS_OPTIONS: EventBusOptions = {
-  flushIntervalMs: 25,
+  flushIntervalMs: 100,
   batchSize: 500,
   sequenceBlock: 1000,
   subscriberBuffer: 10_000,
