@@ -39,7 +39,7 @@ export class FakeModelClient implements ModelClient {
         else if (emitted % YIELD_EVERY === YIELD_EVERY - 1) await new Promise<void>((resolve) => setImmediate(resolve))
         if (signal.aborted) throw signal.reason
         emitted++
-        yield { type: 'delta', text }
+        yield { type: 'delta', text, deltas: 1 }
       }
     }
     const inputTokens = request.messages.reduce((n, m) => n + countWords(m.content), 0)

@@ -10,8 +10,11 @@ export interface GenerateRequest {
   credential: Credential
 }
 
-/** What a model stream yields: text deltas, then one `end` with the vendor's usage. */
-export type GenerateEvent = { type: 'delta'; text: string } | { type: 'end'; usage: Usage; finishReason: string }
+/**
+ * What a model stream yields: text, then one `end` with the vendor's usage. A `delta` holds the
+ * text of `deltas` vendor deltas that arrived together (in one network read).
+ */
+export type GenerateEvent = { type: 'delta'; text: string; deltas: number } | { type: 'end'; usage: Usage; finishReason: string }
 
 /**
  * One backend's way to call a model. `generate` streams; aborting `signal` (or returning from

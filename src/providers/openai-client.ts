@@ -44,23 +44,40 @@ export class OpenAIModelClient implements ModelClient {
       // the SDK sends the request and turns a refusal into its APIError; the stream is read here
       const response = await client.chat.completions.create(body, { signal }).asResponse()
       if (!response.body) throw new Error('the response has no body')
-      for await (const { data } of serverSentEvents(response.body)) {
-        if (data.startsWith('[DONE]')) break
-        const chunk = JSON.parse(data) as ChatCompletionChunk & { error?: { message?: string } }
-        // an error sent in the stream (the SDK throws these too)
-        if (chunk.error) throw new Error(`the stream reported an error: ${chunk.error.message ?? 'unknown'}`)
-        const choice = chunk.choices[0]
-        if (choice?.delta?.content) yield { type: 'delta', text: choice.delta.content }
-        if (choice?.finish_reason) finishReason = choice.finish_reason
-        if (chunk.usage) {
-          // OpenAI's prompt_tokens already include the cached ones
-          usage = usageOf({
-            inputTokens: chunk.usage.prompt_tokens,
-            outputTokens: chunk.usage.completion_tokens,
-            cacheReadTokens: chunk.usage.prompt_tokens_details?.cached_tokens ?? 0,
-            reasoningTokens: chunk.usage.completion_tokens_details?.reasoning_tokens ?? 0,
-          })
+      for await (const events of serverSentEvents(response.body)) {
+        const delta = { type: 'delta' as const, text: '', deltas: 0 }
+        // the text before a [DONE] or an error in the same read still goes out
+        let ended: 'done' | Error | null = null
+        for (const { data } of events) {
+          if (data.startsWith('[DONE]')) {
+            ended = 'done'
+            break
+          }
+          const chunk = JSON.parse(data) as ChatCompletionChunk & { error?: { message?: string } }
+          // an error sent in the stream (the SDK throws these too)
+          if (chunk.error) {
+            ended = new Error(`the stream reported an error: ${chunk.error.message ?? 'unknown'}`)
+            break
+          }
+          const choice = chunk.choices[0]
+          if (choice?.delta?.content) {
+            delta.text += choice.delta.content
+            delta.deltas++
+          }
+          if (choice?.finish_reason) finishReason = choice.finish_reason
+          if (chunk.usage) {
+            // OpenAI's prompt_tokens already include the cached ones
+            usage = usageOf({
+              inputTokens: chunk.usage.prompt_tokens,
+              outputTokens: chunk.usage.completion_tokens,
+              cacheReadTokens: chunk.usage.prompt_tokens_details?.cached_tokens ?? 0,
+              reasoningTokens: chunk.usage.completion_tokens_details?.reasoning_tokens ?? 0,
+            })
+          }
         }
+        if (delta.deltas > 0) yield delta
+        if (ended instanceof Error) throw ended
+        if (ended === 'done') break
       }
       // the SDK streams end quietly when aborted: that is not a finished answer
       signal.throwIfAborted()

@@ -8,9 +8,11 @@ export interface ServerSentEvent {
  * The events of a `text/event-stream` body, in linear time: each byte is decoded and scanned
  * once. The SDKs' own readers copy the rest of their buffer after every event, which costs
  * quadratic time when a fast server sends many events in one chunk (a whole 200-token answer
- * arrives so on loopback). Leaving early (return/break) cancels the body.
+ * arrives so on loopback). Yields the events each read of the body completed, together: the
+ * caller pays one step of async iteration per read, not per event. Leaving early
+ * (return/break) cancels the body.
  */
-export async function* serverSentEvents(body: ReadableStream<Uint8Array>): AsyncGenerator<ServerSentEvent> {
+export async function* serverSentEvents(body: ReadableStream<Uint8Array>): AsyncGenerator<ServerSentEvent[]> {
   const reader = body.getReader()
   const decoder = new TextDecoder()
   let buffer = ''
@@ -18,18 +20,20 @@ export async function* serverSentEvents(body: ReadableStream<Uint8Array>): Async
     for (;;) {
       const { done, value } = await reader.read()
       if (done) break
-      buffer = yield* eventsOf(buffer + decoder.decode(value, { stream: true }))
+      const events: ServerSentEvent[] = []
+      buffer = eventsOf(buffer + decoder.decode(value, { stream: true }), events)
+      if (events.length > 0) yield events
     }
     const last = parse((buffer + decoder.decode()).replace(/\r\n?/g, '\n').trim())
-    if (last) yield last
+    if (last) yield [last]
   } finally {
     // after the end this does nothing; after a break it closes the connection
     await reader.cancel().catch(() => {})
   }
 }
 
-/** Yields the complete events of `buffer` and returns what is left of it. */
-function* eventsOf(buffer: string): Generator<ServerSentEvent, string> {
+/** Adds the complete events of `buffer` to `events` and returns what is left of it. */
+function eventsOf(buffer: string, events: ServerSentEvent[]): string {
   // line ends may be \r\n, \r or \n; a \r at the end may be half of a \r\n, so it waits
   const held = buffer.endsWith('\r') ? '\r' : ''
   const text = (held ? buffer.slice(0, -1) : buffer).replace(/\r\n?/g, '\n')
@@ -37,7 +41,7 @@ function* eventsOf(buffer: string): Generator<ServerSentEvent, string> {
   for (let end = text.indexOf('\n\n'); end !== -1; end = text.indexOf('\n\n', start)) {
     const event = parse(text.slice(start, end))
     start = end + 2
-    if (event) yield event
+    if (event) events.push(event)
   }
   return text.slice(start) + held
 }

@@ -95,7 +95,7 @@ export class ModelCaller {
               continue
             }
             text += event.text
-            deltas++
+            deltas += event.deltas
             if (onDelta(event.text)) {
               endedEarly = true
               break
