@@ -7,6 +7,8 @@ import { fileURLToPath } from 'node:url'
 export const ROOT = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..')
 export const BENCH_KEY = 'bench-key'
 export const PROFILE_DIR = path.join(ROOT, 'bench/profiles')
+/** Node flags for the server (BENCH_NODE_FLAGS, space-separated), to measure V8 settings such as --optimize-for-size. */
+const NODE_FLAGS = (process.env.BENCH_NODE_FLAGS ?? '').split(' ').filter(Boolean)
 const CLOCK_TICKS = Number(execFileSync('getconf', ['CLK_TCK']).toString())
 
 /** Starts a child and resolves with the first stdout line matching `pattern`. */
@@ -51,7 +53,7 @@ export class PromptlineProcess {
     if (profile) mkdirSync(PROFILE_DIR, { recursive: true })
     const { child, match } = await startChild(
       process.execPath,
-      ['--import', './bench/count-sql.mjs', ...(profile ? ['--cpu-prof', '--cpu-prof-dir', PROFILE_DIR] : []), 'dist/main.js'],
+      [...NODE_FLAGS, '--import', './bench/count-sql.mjs', ...(profile ? ['--cpu-prof', '--cpu-prof-dir', PROFILE_DIR] : []), 'dist/main.js'],
       {
         DATABASE_URL: `file:${path.join(dir, 'bench.db')}`,
         PORT: '0',

@@ -3,7 +3,8 @@
 // shapes (bench/shapes.ts) beside the floor, at 0 and 5 ms per token and 1, 10 and 50 clients.
 // Prints the table (and a Markdown copy for the README) and writes bench/results.json.
 // --profile writes a CPU profile of the server to bench/profiles/. BENCH_DELAYS, BENCH_CLIENTS
-// and BENCH_SHAPES (comma lists) narrow the matrix. No test asserts on these figures.
+// and BENCH_SHAPES (comma lists) narrow the matrix; BENCH_NODE_FLAGS passes flags to the server's
+// node. No test asserts on these figures.
 import { execFileSync } from 'node:child_process'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
