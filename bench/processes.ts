@@ -53,7 +53,13 @@ export class PromptlineProcess {
     if (profile) mkdirSync(PROFILE_DIR, { recursive: true })
     const { child, match } = await startChild(
       process.execPath,
-      [...NODE_FLAGS, '--import', './bench/count-sql.mjs', ...(profile ? ['--cpu-prof', '--cpu-prof-dir', PROFILE_DIR] : []), 'dist/main.js'],
+      [
+        ...NODE_FLAGS,
+        '--import',
+        './bench/count-sql.mjs',
+        ...(profile ? ['--cpu-prof', '--cpu-prof-dir', PROFILE_DIR] : []),
+        'dist/main.js',
+      ],
       {
         DATABASE_URL: `file:${path.join(dir, 'bench.db')}`,
         PORT: '0',
