@@ -6,6 +6,7 @@ import { ClientCache } from './client-cache.js'
 import type { GenerateEvent, GenerateRequest, ModelClient } from './model-client.js'
 import { classifyVendorError } from './provider-error.js'
 import { serverSentEvents } from './sse.js'
+import { responseBody, vendorFetch } from './vendor-http.js'
 
 /** Anthropic takes system text apart from the turns, and turns that alternate user/assistant. */
 export function toAnthropicMessages(messages: ChatMessage[]): { system: string; turns: { role: 'user' | 'assistant'; content: string }[] } {
@@ -35,7 +36,7 @@ export class AnthropicModelClient implements ModelClient {
     const apiKey = request.credential.reveal() ?? ''
     const client = await this.clients.get(request.endpoint, apiKey, async () => {
       const { default: Anthropic } = await import('@anthropic-ai/sdk')
-      return new Anthropic({ apiKey, baseURL: request.endpoint ?? undefined, maxRetries: 0, timeout: 10 * 60_000 })
+      return new Anthropic({ apiKey, baseURL: request.endpoint ?? undefined, maxRetries: 0, timeout: 10 * 60_000, fetch: vendorFetch })
     })
     const { settings } = request
     const { system, turns } = toAnthropicMessages(request.messages)
@@ -55,8 +56,9 @@ export class AnthropicModelClient implements ModelClient {
     try {
       // the SDK sends the request and turns a refusal into its APIError; the stream is read here
       const response = await client.messages.create(body, { signal }).asResponse()
-      if (!response.body) throw new Error('the response has no body')
-      for await (const events of serverSentEvents(response.body)) {
+      const stream = responseBody(response)
+      if (!stream) throw new Error('the response has no body')
+      for await (const events of serverSentEvents(stream)) {
         const delta = { type: 'delta' as const, text: '', deltas: 0 }
         // the text before an error in the same read still goes out
         let failure: Error | null = null

@@ -5,6 +5,7 @@ import { ClientCache } from './client-cache.js'
 import type { GenerateEvent, GenerateRequest, ModelClient } from './model-client.js'
 import { classifyVendorError } from './provider-error.js'
 import { serverSentEvents } from './sse.js'
+import { responseBody, vendorFetch } from './vendor-http.js'
 
 /**
  * OpenAI chat completions, streamed with usage, through the official SDK. A backend's base URL
@@ -20,7 +21,7 @@ export class OpenAIModelClient implements ModelClient {
     const apiKey = request.credential.reveal() ?? ''
     const client = await this.clients.get(request.endpoint, apiKey, async () => {
       const { default: OpenAI } = await import('openai')
-      return new OpenAI({ apiKey, baseURL: request.endpoint ?? undefined, maxRetries: 0, timeout: 10 * 60_000 })
+      return new OpenAI({ apiKey, baseURL: request.endpoint ?? undefined, maxRetries: 0, timeout: 10 * 60_000, fetch: vendorFetch })
     })
     const { settings } = request
     const body = {
@@ -43,8 +44,9 @@ export class OpenAIModelClient implements ModelClient {
     try {
       // the SDK sends the request and turns a refusal into its APIError; the stream is read here
       const response = await client.chat.completions.create(body, { signal }).asResponse()
-      if (!response.body) throw new Error('the response has no body')
-      for await (const events of serverSentEvents(response.body)) {
+      const stream = responseBody(response)
+      if (!stream) throw new Error('the response has no body')
+      for await (const events of serverSentEvents(stream)) {
         const delta = { type: 'delta' as const, text: '', deltas: 0 }
         // the text before a [DONE] or an error in the same read still goes out
         let ended: 'done' | Error | null = null

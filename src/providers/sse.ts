@@ -12,24 +12,18 @@ export interface ServerSentEvent {
  * caller pays one step of async iteration per read, not per event. Leaving early
  * (return/break) cancels the body.
  */
-export async function* serverSentEvents(body: ReadableStream<Uint8Array>): AsyncGenerator<ServerSentEvent[]> {
-  const reader = body.getReader()
+export async function* serverSentEvents(body: ReadableStream<Uint8Array> | AsyncIterable<Uint8Array>): AsyncGenerator<ServerSentEvent[]> {
   const decoder = new TextDecoder()
   let buffer = ''
-  try {
-    for (;;) {
-      const { done, value } = await reader.read()
-      if (done) break
-      const events: ServerSentEvent[] = []
-      buffer = eventsOf(buffer + decoder.decode(value, { stream: true }), events)
-      if (events.length > 0) yield events
-    }
-    const last = parse((buffer + decoder.decode()).replace(/\r\n?/g, '\n').trim())
-    if (last) yield [last]
-  } finally {
-    // after the end this does nothing; after a break it closes the connection
-    await reader.cancel().catch(() => {})
+  // Node's web streams are async iterable too; leaving the loop early (the caller's break, or
+  // an error) cancels or destroys the body
+  for await (const value of body as AsyncIterable<Uint8Array>) {
+    const events: ServerSentEvent[] = []
+    buffer = eventsOf(buffer + decoder.decode(value, { stream: true }), events)
+    if (events.length > 0) yield events
   }
+  const last = parse((buffer + decoder.decode()).replace(/\r\n?/g, '\n').trim())
+  if (last) yield [last]
 }
 
 /** Adds the complete events of `buffer` to `events` and returns what is left of it. */

@@ -106,6 +106,21 @@ describe.each([
     expect(error.message).not.toContain(KEY)
   })
 
+  it('fails a vendor nobody listens for as a retryable network error, with no key in the message', async () => {
+    const closed = await import('node:net').then(
+      ({ createServer }) =>
+        new Promise<number>((resolve) => {
+          const probe = createServer().listen(0, '127.0.0.1', () => {
+            const { port } = probe.address() as { port: number }
+            probe.close(() => resolve(port))
+          })
+        }),
+    )
+    const error = await collect(client, { ...request(server, 'x'), endpoint: `http://127.0.0.1:${closed}/v1` }).catch((e: unknown) => e)
+    expect(error).toMatchObject({ kind: 'RETRYABLE', reason: 'NETWORK' })
+    expect((error as Error).message).not.toContain(KEY)
+  })
+
   it('fails a stream cut halfway as a retryable network error, after the tokens it got', async () => {
     server.script({ tokens: ['a ', 'b ', 'c ', 'd '], cutAfter: 2 })
     const { events, error } = await collectUntilError(client, request(server, 'x'))
