@@ -5,7 +5,7 @@ import { usageOf } from '../domain/records.js'
 import { ClientCache } from './client-cache.js'
 import type { GenerateEvent, GenerateRequest, ModelClient } from './model-client.js'
 import { classifyVendorError } from './provider-error.js'
-import { serverSentEvents } from './sse.js'
+import { textDeltas } from './sse.js'
 import { responseBody, vendorFetch } from './vendor-http.js'
 
 /** Anthropic takes system text apart from the turns, and turns that alternate user/assistant. */
@@ -58,40 +58,32 @@ export class AnthropicModelClient implements ModelClient {
       const response = await client.messages.create(body, { signal }).asResponse()
       const stream = responseBody(response)
       if (!stream) throw new Error('the response has no body')
-      for await (const events of serverSentEvents(stream)) {
-        const delta = { type: 'delta' as const, text: '', deltas: 0 }
-        // the text before an error in the same read still goes out
-        let failure: Error | null = null
-        for (const sse of events) {
-          if (sse.event === 'ping' || sse.data === '') continue
-          const event = JSON.parse(sse.data) as RawMessageStreamEvent | { type: 'error'; error?: { message?: string } }
-          // an error sent in the stream (the SDK throws these too)
-          if (sse.event === 'error' || event.type === 'error') {
-            failure = new Error(`the stream reported an error: ${('error' in event && event.error?.message) || 'unknown'}`)
-            break
-          }
-          if (event.type === 'message_start') {
-            // Anthropic's input_tokens leave the cached ones out: add them, so inputTokens counts every input token
-            const { input_tokens, output_tokens, cache_read_input_tokens, cache_creation_input_tokens } = event.message.usage
-            const cacheReadTokens = cache_read_input_tokens ?? 0
-            const cacheWriteTokens = cache_creation_input_tokens ?? 0
-            usage = usageOf({
-              inputTokens: input_tokens + cacheReadTokens + cacheWriteTokens,
-              outputTokens: output_tokens,
-              cacheReadTokens,
-              cacheWriteTokens,
-            })
-          } else if (event.type === 'content_block_delta' && event.delta.type === 'text_delta') {
-            delta.text += event.delta.text
-            delta.deltas++
-          } else if (event.type === 'message_delta') {
-            usage.outputTokens = event.usage.output_tokens
-            finishReason = event.delta.stop_reason ?? finishReason
-          }
+      yield* textDeltas(stream, (sse) => {
+        if (sse.event === 'ping' || sse.data === '') return null
+        const event = JSON.parse(sse.data) as RawMessageStreamEvent | { type: 'error'; error?: { message?: string } }
+        // an error sent in the stream (the SDK throws these too)
+        if (sse.event === 'error' || event.type === 'error') {
+          throw new Error(`the stream reported an error: ${('error' in event && event.error?.message) || 'unknown'}`)
         }
-        if (delta.deltas > 0) yield delta
-        if (failure) throw failure
-      }
+        if (event.type === 'message_start') {
+          // Anthropic's input_tokens leave the cached ones out: add them, so inputTokens counts every input token
+          const { input_tokens, output_tokens, cache_read_input_tokens, cache_creation_input_tokens } = event.message.usage
+          const cacheReadTokens = cache_read_input_tokens ?? 0
+          const cacheWriteTokens = cache_creation_input_tokens ?? 0
+          usage = usageOf({
+            inputTokens: input_tokens + cacheReadTokens + cacheWriteTokens,
+            outputTokens: output_tokens,
+            cacheReadTokens,
+            cacheWriteTokens,
+          })
+        } else if (event.type === 'content_block_delta' && event.delta.type === 'text_delta') {
+          return event.delta.text
+        } else if (event.type === 'message_delta') {
+          usage.outputTokens = event.usage.output_tokens
+          finishReason = event.delta.stop_reason ?? finishReason
+        }
+        return null
+      })
       // the SDK streams end quietly when aborted: that is not a finished answer
       signal.throwIfAborted()
     } catch (error) {

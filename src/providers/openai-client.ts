@@ -4,7 +4,7 @@ import { usageOf } from '../domain/records.js'
 import { ClientCache } from './client-cache.js'
 import type { GenerateEvent, GenerateRequest, ModelClient } from './model-client.js'
 import { classifyVendorError } from './provider-error.js'
-import { serverSentEvents } from './sse.js'
+import { STREAM_END, textDeltas } from './sse.js'
 import { responseBody, vendorFetch } from './vendor-http.js'
 
 /**
@@ -46,41 +46,24 @@ export class OpenAIModelClient implements ModelClient {
       const response = await client.chat.completions.create(body, { signal }).asResponse()
       const stream = responseBody(response)
       if (!stream) throw new Error('the response has no body')
-      for await (const events of serverSentEvents(stream)) {
-        const delta = { type: 'delta' as const, text: '', deltas: 0 }
-        // the text before a [DONE] or an error in the same read still goes out
-        let ended: 'done' | Error | null = null
-        for (const { data } of events) {
-          if (data.startsWith('[DONE]')) {
-            ended = 'done'
-            break
-          }
-          const chunk = JSON.parse(data) as ChatCompletionChunk & { error?: { message?: string } }
-          // an error sent in the stream (the SDK throws these too)
-          if (chunk.error) {
-            ended = new Error(`the stream reported an error: ${chunk.error.message ?? 'unknown'}`)
-            break
-          }
-          const choice = chunk.choices[0]
-          if (choice?.delta?.content) {
-            delta.text += choice.delta.content
-            delta.deltas++
-          }
-          if (choice?.finish_reason) finishReason = choice.finish_reason
-          if (chunk.usage) {
-            // OpenAI's prompt_tokens already include the cached ones
-            usage = usageOf({
-              inputTokens: chunk.usage.prompt_tokens,
-              outputTokens: chunk.usage.completion_tokens,
-              cacheReadTokens: chunk.usage.prompt_tokens_details?.cached_tokens ?? 0,
-              reasoningTokens: chunk.usage.completion_tokens_details?.reasoning_tokens ?? 0,
-            })
-          }
+      yield* textDeltas(stream, ({ data }) => {
+        if (data.startsWith('[DONE]')) return STREAM_END
+        const chunk = JSON.parse(data) as ChatCompletionChunk & { error?: { message?: string } }
+        // an error sent in the stream (the SDK throws these too)
+        if (chunk.error) throw new Error(`the stream reported an error: ${chunk.error.message ?? 'unknown'}`)
+        const choice = chunk.choices[0]
+        if (choice?.finish_reason) finishReason = choice.finish_reason
+        if (chunk.usage) {
+          // OpenAI's prompt_tokens already include the cached ones
+          usage = usageOf({
+            inputTokens: chunk.usage.prompt_tokens,
+            outputTokens: chunk.usage.completion_tokens,
+            cacheReadTokens: chunk.usage.prompt_tokens_details?.cached_tokens ?? 0,
+            reasoningTokens: chunk.usage.completion_tokens_details?.reasoning_tokens ?? 0,
+          })
         }
-        if (delta.deltas > 0) yield delta
-        if (ended instanceof Error) throw ended
-        if (ended === 'done') break
-      }
+        return choice?.delta?.content || null
+      })
       // the SDK streams end quietly when aborted: that is not a finished answer
       signal.throwIfAborted()
     } catch (error) {

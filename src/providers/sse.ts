@@ -26,6 +26,46 @@ export async function* serverSentEvents(body: ReadableStream<Uint8Array> | Async
   if (last) yield [last]
 }
 
+/** What `textDeltas` is told after a stream's last event (OpenAI's `[DONE]`). */
+export const STREAM_END = Symbol('the end of the stream')
+
+/**
+ * The text of a vendor's event stream as the model client yields it: `read` makes of each event
+ * its text (or null) and may throw the stream's own error or answer `STREAM_END`; the texts of one
+ * network read go out as one delta, counted. The text before an error or the end in the same read
+ * still goes out first.
+ */
+export async function* textDeltas(
+  body: ReadableStream<Uint8Array> | AsyncIterable<Uint8Array>,
+  read: (event: ServerSentEvent) => string | null | typeof STREAM_END,
+): AsyncGenerator<{ type: 'delta'; text: string; deltas: number }> {
+  for await (const events of serverSentEvents(body)) {
+    const delta = { type: 'delta' as const, text: '', deltas: 0 }
+    let failed = false
+    let failure: unknown
+    let ended = false
+    try {
+      for (const event of events) {
+        const text = read(event)
+        if (text === STREAM_END) {
+          ended = true
+          break
+        }
+        if (text) {
+          delta.text += text
+          delta.deltas++
+        }
+      }
+    } catch (error) {
+      failed = true
+      failure = error
+    }
+    if (delta.deltas > 0) yield delta
+    if (failed) throw failure
+    if (ended) return
+  }
+}
+
 /** Adds the complete events of `buffer` to `events` and returns what is left of it. */
 function eventsOf(buffer: string, events: ServerSentEvent[]): string {
   // line ends may be \r\n, \r or \n; a \r at the end may be half of a \r\n, so it waits
