@@ -1,5 +1,5 @@
+import { createRequire } from 'node:module'
 import { type DestinationStream, pino } from 'pino'
-import pretty from 'pino-pretty'
 import { activeTraceIds } from './tracing.js'
 
 export const LOG_LEVELS = ['debug', 'info', 'warn', 'error', 'silent'] as const
@@ -61,6 +61,9 @@ function wrap(log: pino.Logger): Logger {
   return { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error'), child: (context) => wrap(log.child(context)) }
 }
 
+/** pino-pretty, loaded only for pretty logs: a server logging JSON never needs it. */
+const prettyStream = (): typeof import('pino-pretty') => createRequire(import.meta.url)('pino-pretty')
+
 /**
  * Logs with pino: one JSON line per entry on stderr (`time`, `level` by name, `message`, then
  * the context and fields), or pino-pretty's lines for people. `write` takes the lines instead
@@ -70,7 +73,7 @@ export function createLogger(level: LogLevel, write?: (line: string) => void, fo
   const destination: DestinationStream = write
     ? { write }
     : format === 'pretty'
-      ? pretty({ destination: 2, colorize: process.stderr.isTTY, messageKey: 'message', sync: true })
+      ? prettyStream()({ destination: 2, colorize: process.stderr.isTTY, messageKey: 'message', sync: true })
       : pino.destination({ fd: 2, sync: true })
   const log = pino(
     {

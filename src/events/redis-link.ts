@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto'
-import { Redis } from 'ioredis'
+import type { Redis } from 'ioredis'
 import type { Logger } from '../domain/logger.js'
 
 type Handler = (message: unknown) => void
@@ -19,13 +19,14 @@ export class RedisLink {
   private readonly subscribed = new Map<string, Promise<unknown>>()
 
   private constructor(
+    RedisClient: typeof Redis,
     url: string,
     private readonly prefix: string,
     private readonly logger: Logger,
   ) {
     const options = { lazyConnect: true, maxRetriesPerRequest: 3, enableAutoPipelining: true }
-    this.publisher = new Redis(url, options)
-    this.subscriber = new Redis(url, options)
+    this.publisher = new RedisClient(url, options)
+    this.subscriber = new RedisClient(url, options)
     for (const connection of [this.publisher, this.subscriber])
       connection.on('error', (error: Error) => logger.warn('redis connection error', { error: error.message }))
     this.subscriber.on('message', (channel: string, text: string) => {
@@ -42,8 +43,10 @@ export class RedisLink {
     })
   }
 
+  /** Loads ioredis only here: a single instance without Redis never needs it. */
   static async connect(url: string, prefix: string, logger: Logger): Promise<RedisLink> {
-    const link = new RedisLink(url, prefix, logger)
+    const { Redis: RedisClient } = await import('ioredis')
+    const link = new RedisLink(RedisClient, url, prefix, logger)
     try {
       await Promise.all([link.publisher.connect(), link.subscriber.connect()])
     } catch (error) {
