@@ -98,8 +98,10 @@ export function createPromptlineYoga(options: {
       useConsole(),
       useRequestLog(logger),
       ...requestLimitPlugins(options.limits, options.subscriptions),
-      // GET /metrics: promptline's series and Yoga's GraphQL operation series, one registry
-      usePrometheus({ registry: options.metrics.registry, endpoint: '/metrics' }),
+      // GET /metrics: promptline's series and Yoga's GraphQL operation series, one registry. The
+      // schema deprecates nothing, so the deprecated-field count would walk every request's
+      // document to count zeros (0.1 ms a request, measured)
+      usePrometheus({ registry: options.metrics.registry, endpoint: '/metrics', metrics: { graphql_envelop_deprecated_field: false } }),
       useValidationErrorCode,
       // GraphQL over SSE: distinct connections on /graphql (yoga's own) and on /graphql/stream,
       // single connection mode (one reserved stream per client, operations by PUT/POST) on /graphql/stream
