@@ -70,7 +70,9 @@ export async function* textDeltas(
 function eventsOf(buffer: string, events: ServerSentEvent[]): string {
   // line ends may be \r\n, \r or \n; a \r at the end may be half of a \r\n, so it waits
   const held = buffer.endsWith('\r') ? '\r' : ''
-  const text = (held ? buffer.slice(0, -1) : buffer).replace(/\r\n?/g, '\n')
+  const whole = held ? buffer.slice(0, -1) : buffer
+  // most servers end lines with \n alone: skip the replace then (it showed in profiles)
+  const text = whole.includes('\r') ? whole.replace(/\r\n?/g, '\n') : whole
   let start = 0
   for (let end = text.indexOf('\n\n'); end !== -1; end = text.indexOf('\n\n', start)) {
     const event = parse(text.slice(start, end))
