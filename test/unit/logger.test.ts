@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process'
 import { describe, expect, it } from 'vitest'
 import { createLogger } from '../../src/domain/logger.js'
 
@@ -40,5 +41,15 @@ describe('the pino logger', () => {
     const lines: string[] = []
     createLogger('silent', (line) => lines.push(line)).error('never')
     expect(lines).toEqual([])
+  })
+
+  it('prints pretty lines for people on stderr, keys still redacted', () => {
+    // a process of its own: pretty lines go to file descriptor 2
+    const script = `import { createLogger } from './src/domain/logger.ts'
+createLogger('info', undefined, 'pretty').child({ runId: 'r1' }).warn('backend throttled', { apiKey: '${PLANTED}' })`
+    const { stderr } = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { encoding: 'utf8' })
+    expect(stderr).toMatch(/WARN.*backend throttled/)
+    expect(stderr).toContain('runId: "r1"')
+    expect(stderr).not.toContain(PLANTED)
   })
 })
