@@ -83,6 +83,7 @@ async function atDelay(delayMs: number) {
           firstTokenP99: ours.firstTokenP99Ms,
           floorFirstTokenP99: floor.firstTokenP99Ms,
           cpuMsPerRun: ours.cpuMsPerRun,
+          floorCpuMsPerRun: floor.cpuMsPerRun,
           sqlPerRun: ours.sqlPerRun,
           writesPerRun: ours.writesPerRun,
           eventsPerRun: ours.eventsPerRun,

@@ -3,7 +3,7 @@
 import { type Client, createClient } from 'graphql-ws'
 import OpenAI from 'openai'
 import WebSocket from 'ws'
-import { drive, type LevelResult } from './drive.js'
+import { drive, type LevelResult, round } from './drive.js'
 import { BENCH_KEY } from './processes.js'
 
 /**
@@ -119,10 +119,15 @@ export async function promptlineLevel(url: string, shape: Shape, load: Workload,
   }
 }
 
-/** The same streamed chat completions, straight from the SDK to the fake server. */
-export function floorLevel(baseURL: string, load: Workload): Promise<LevelResult> {
+/**
+ * The same streamed chat completions, straight from the SDK to the fake server, with the CPU
+ * this process spent on them: what reading the vendor's stream costs before promptline does
+ * anything with it.
+ */
+export async function floorLevel(baseURL: string, load: Workload): Promise<LevelResult & { cpuMsPerRun: number }> {
   const clients = Array.from({ length: load.clients }, () => new OpenAI({ apiKey: BENCH_KEY, baseURL, maxRetries: 0 }))
-  return drive(load.clients, load.runsPerClient, load.tokensPerRun, async (i) => {
+  const cpuBefore = process.cpuUsage()
+  const result = await drive(load.clients, load.runsPerClient, load.tokensPerRun, async (i) => {
     const sentAt = performance.now()
     let firstTokenMs = Number.NaN
     let tokens = 0
@@ -140,4 +145,6 @@ export function floorLevel(baseURL: string, load: Workload): Promise<LevelResult
     }
     return { firstTokenMs, tokens, events: 0, completed: true }
   })
+  const cpu = process.cpuUsage(cpuBefore)
+  return { ...result, cpuMsPerRun: round((cpu.user + cpu.system) / 1000 / result.runs) }
 }
