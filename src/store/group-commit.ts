@@ -55,10 +55,10 @@ export class GroupCommit {
       results = await this.db.$transaction(async (tx) => {
         const raw = this.raw.in(tx)
         const round = new RoundWriter()
-        const outcomes = Promise.allSettled(batch.map((pending) => pending.write(round)))
+        const outcomes = Promise.allSettled(batch.map((pending) => round.run(pending.write)))
         for (;;) {
           // every write goes as far as it can (gathering rows, or waiting for an update's count)
-          await new Promise(setImmediate)
+          await round.quiet()
           if (round.idle) break
           await round.send(raw)
         }

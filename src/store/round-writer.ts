@@ -21,13 +21,64 @@ interface InsertGroup {
  * updates wait for the round and go out together per table, columns and condition (one statement
  * on SQLite, `RawWriter.updateRows`), each write seeing its own update's count before it goes on.
  * A round sends what is gathered — inserts first, so an update submitted with the insert of its
- * row finds it — and the writes then go on to their next step.
+ * row finds it — and the writes then go on to their next step. `quiet()` tells when every write
+ * has gone as far as it can, counted rather than waited for: a turn of the event loop lasts
+ * milliseconds under load, and every other write waits for the transaction that long.
  */
-export class RoundWriter implements Writer {
+export class RoundWriter {
   private readonly inserts = new Map<string, InsertGroup>()
   private updates: PendingUpdate[] = []
+  /** Writes neither settled nor waiting for an update's count. */
+  private running = 0
+  private wake: (() => void) | null = null
 
-  insert(table: string, rows: readonly Row[], json?: ReadonlySet<string>): Promise<void> {
+  /** Runs `write` in this round's transaction. */
+  run<T>(write: (raw: Writer) => Promise<T>): Promise<T> {
+    let updates = 0
+    let state: 'running' | 'waiting' | 'settled' = 'running'
+    const writer: Writer = {
+      insert: (table, rows, json) => this.insert(table, rows, json),
+      update: (table, key, values, json, condition) => {
+        updates++
+        if (state === 'running') {
+          state = 'waiting'
+          this.paused()
+        }
+        return new Promise((resolve) => {
+          const counted = (changed: number) => {
+            if (--updates === 0 && state === 'waiting') {
+              state = 'running'
+              this.running++
+            }
+            resolve(changed)
+          }
+          this.updates.push({ table, key, values, json, condition, resolve: counted })
+        })
+      },
+    }
+    this.running++
+    return write(writer).finally(() => {
+      if (state === 'running') this.paused()
+      state = 'settled'
+    })
+  }
+
+  /** Resolves once every write has settled or waits for the next round. */
+  quiet(): Promise<void> {
+    if (this.running === 0) return Promise.resolve()
+    return new Promise((resolve) => {
+      this.wake = resolve
+    })
+  }
+
+  private paused(): void {
+    if (--this.running > 0 || !this.wake) return
+    const wake = this.wake
+    this.wake = null
+    wake()
+  }
+
+  private insert(table: string, rows: readonly Row[], json?: ReadonlySet<string>): Promise<void> {
     if (rows.length === 0) return Promise.resolve()
     const shape = `${table}(${Object.keys(rows[0]!).join(',')})`
     const group = this.inserts.get(shape)
@@ -35,9 +86,6 @@ export class RoundWriter implements Writer {
     else this.inserts.set(shape, { table, rows: [...rows], json })
     return Promise.resolve()
   }
-
-  readonly update: Writer['update'] = (table, key, values, json, condition) =>
-    new Promise((resolve) => this.updates.push({ table, key, values, json, condition, resolve }))
 
   /** Nothing gathered: every write is done (or waits for something else). */
   get idle(): boolean {

@@ -233,4 +233,43 @@ describe.each(providers)('records written by the store read back the same (%s)',
     expect(await store.entries.find('t', 's', 'q-refused')).toBeNull()
     expect((await store.events.after('t', 's', 499, 10)).map((e) => e.sequence)).toEqual([500, 501])
   })
+
+  it('starts and ends runs submitted together in one shared transaction, every step of each written', async () => {
+    const base = (await store.entries.find('t', 's', 'q-1'))!
+    const ids = ['a', 'b', 'c']
+    const entries = ids.map((id, i) => ({ ...base, queueId: `q-${id}`, queueSequence: 20 + i, idempotencyKey: null }))
+    await Promise.all(entries.map((e) => store.entries.insert(e)))
+    const live = (id: string): RunRecord => ({ ...run, id: `run-${id}`, queueId: `q-${id}`, status: 'GENERATING', finishedAt: null })
+    // each start is an insert then an update, each end an update whose count decides the rest:
+    // submitted in one turn, they share transactions and take several rounds in them
+    await Promise.all(ids.map((id, i) => store.ledger.start(live(id), { ...entries[i]!, status: 'STARTING', runId: `run-${id}` })))
+    const ends = await Promise.all(
+      ids.map((id, i) =>
+        store.ledger.finish({
+          run: { ...run, id: `run-${id}`, queueId: `q-${id}` },
+          entry: { ...entries[i]!, status: 'COMPLETED', runId: `run-${id}`, finishedAt: at(2000) },
+          messages: [
+            {
+              id: `m-${id}`,
+              sessionId: 's',
+              position: 10 + i,
+              role: 'assistant',
+              content: id,
+              runId: `run-${id}`,
+              interrupted: false,
+              createdAt: at(7),
+            },
+          ],
+          events: [{ type: 'RUN_FINISHED', run, tenantId: 't', sessionId: 's', runId: `run-${id}`, sequence: 600 + i, at: at(8) }],
+        }),
+      ),
+    )
+    expect(ends).toEqual([true, true, true])
+    for (const [i, id] of ids.entries()) {
+      expect(await store.runs.find('t', `run-${id}`)).toMatchObject({ status: run.status, finishedAt: run.finishedAt })
+      expect(await store.entries.find('t', 's', `q-${id}`)).toMatchObject({ status: 'COMPLETED', runId: `run-${id}` })
+      expect((await store.events.forRun('t', `run-${id}`, 0, 10)).map((e) => e.sequence)).toEqual([600 + i])
+    }
+    expect((await store.sessions.messages('t', 's')).filter((m) => m.id !== 'm-1').map((m) => m.content)).toEqual(ids)
+  })
 })
