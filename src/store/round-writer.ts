@@ -87,7 +87,7 @@ export class RoundWriter {
     return Promise.resolve()
   }
 
-  /** Nothing gathered: every write is done (or waits for something else). */
+  /** Nothing gathered: once `quiet()` has resolved, every write has settled. */
   get idle(): boolean {
     return this.inserts.size === 0 && this.updates.length === 0
   }
