@@ -89,7 +89,9 @@ export class SessionEventBus {
         const stream = this.streams.get(sessionTopic(event.tenantId, event.sessionId))
         if (!stream) return
         stream.stored = true
-        if (stream.unwritten[0] === event) stream.unwritten.shift()
+        // first in line unless an earlier end's write failed and its events wait for a retry
+        const at = stream.unwritten.indexOf(event)
+        if (at !== -1) stream.unwritten.splice(at, 1)
       },
       metrics,
     )
@@ -158,17 +160,18 @@ export class SessionEventBus {
 
   /**
    * Publishes a run's last events only once `write` has stored them, in the caller's transaction
-   * with the rest of the run's end (DESIGN §6). Everything published before is written first;
-   * what the session publishes meanwhile waits behind them, so subscribers still get every
-   * sequence in order. When `write` returns false or throws, these events are never delivered
-   * and their numbers stay unused. Resolves to what `write` resolved to.
+   * with the rest of the run's end (DESIGN §6). Everything published before and not yet written
+   * goes into that transaction too (`earlier`, to be stored whatever `write` decides), so the end
+   * waits for no write of its own; what the session publishes meanwhile waits behind them, so
+   * subscribers still get every sequence in order. When `write` returns false or throws, these
+   * events are never delivered and their numbers stay unused. Resolves to what `write` resolved to.
    */
   async commit(
     tenantId: string,
     sessionId: string,
     runId: string,
     data: readonly SessionEventData[],
-    write: (events: SessionEvent[]) => Promise<boolean>,
+    write: (events: SessionEvent[], earlier: SessionEvent[]) => Promise<boolean>,
   ): Promise<boolean> {
     const stream = this.stream(tenantId, sessionId)
     while (stream.committing !== null) await stream.committing
@@ -180,8 +183,7 @@ export class SessionEventBus {
       done = resolve
     })
     try {
-      await this.flush()
-      written = await write(events)
+      written = await this.writer.writeWith((earlier) => write(events, earlier))
       if (written) stream.stored = true
       return written
     } finally {

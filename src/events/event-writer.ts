@@ -5,6 +5,8 @@ import type { EventStore } from '../store/event-store.js'
 
 /** Failed writes of one batch before it is written session by session. */
 const MAX_BATCH_FAILURES = 3
+/** How long a batch waits before it is tried again after a failed write (ms). */
+const RETRY_MS = 1000
 
 /**
  * The batched writer of the event log: published events wait at most `flushIntervalMs`, then go
@@ -14,7 +16,10 @@ const MAX_BATCH_FAILURES = 3
 export class EventWriter {
   private readonly queue: SessionEvent[] = []
   private timer: NodeJS.Timeout | null = null
+  /** The batch `flush()` is writing: its events stay queued until it has landed. */
   private writing: Promise<void> | null = null
+  /** The writes `writeWith` handed events to, while they run. */
+  private readonly handedOver = new Set<Promise<void>>()
   private batchFailures = 0
 
   constructor(
@@ -30,24 +35,60 @@ export class EventWriter {
     this.timer ??= setTimeout(() => void this.flush(), this.options.flushIntervalMs)
   }
 
-  /** Writes every event enqueued so far. */
+  /** Writes every event enqueued so far (and waits for those handed to `writeWith`). */
   async flush(): Promise<void> {
     if (this.timer) clearTimeout(this.timer)
     this.timer = null
-    while (this.writing !== null) await this.writing
+    for (;;) {
+      if (this.writing !== null) await this.writing
+      else if (this.handedOver.size > 0) await Promise.all(this.handedOver)
+      else break
+    }
     while (this.queue.length > 0) {
       const batch = this.queue.slice(0, this.options.batchSize)
       this.writing = this.writeBatch(batch)
       try {
         await this.writing
       } catch {
-        this.timer ??= setTimeout(() => void this.flush(), 1000)
+        this.timer ??= setTimeout(() => void this.flush(), RETRY_MS)
         return
       } finally {
         this.writing = null
       }
       this.queue.splice(0, batch.length)
       for (const event of batch) this.written(event)
+    }
+  }
+
+  /**
+   * Hands every queued event to `write`, which stores them in a transaction of its own making (a
+   * run's end, with its last events), so they cost no statement of their own. Writes reach the
+   * store's group commit in the order they are handed over, which keeps events in order, so
+   * several ends may be writing at once; a batch of `flush()`'s, still queued while it is
+   * written, lands first. When `write` throws, its events are queued again ahead of later ones.
+   */
+  async writeWith<T>(write: (queued: SessionEvent[]) => Promise<T>): Promise<T> {
+    while (this.writing !== null) await this.writing.catch(() => {})
+    if (this.timer) clearTimeout(this.timer)
+    this.timer = null
+    const batch = this.queue.splice(0)
+    const writing = write(batch)
+    const settled = writing.then(
+      () => {},
+      () => {},
+    )
+    this.handedOver.add(settled)
+    try {
+      const value = await writing
+      for (const event of batch) this.written(event)
+      if (batch.length > 0) this.metrics.eventsWritten(batch.length, Date.now() - Date.parse(batch[0]!.at))
+      return value
+    } catch (error) {
+      this.queue.unshift(...batch)
+      if (this.queue.length > 0) this.timer ??= setTimeout(() => void this.flush(), RETRY_MS)
+      throw error
+    } finally {
+      this.handedOver.delete(settled)
     }
   }
 

@@ -186,7 +186,8 @@ export class QueueRecovery {
     const stored = run.queueId && run.sessionId ? await this.deps.entries.find(run.tenantId, run.sessionId, run.queueId) : null
     const entry = stored && !isTerminalEntry(stored.status) ? endEntry(stored, run, stored.unappliedSteerIds) : null
     const session = run.sessionId === null ? null : await this.deps.sessions.find(run.tenantId, run.sessionId)
-    const write = (events: SessionEvent[]) => this.deps.ledger.finish({ run, entry, messages: [], events }, guard)
+    const write = (events: SessionEvent[], earlier: SessionEvent[] = []) =>
+      this.deps.ledger.finish({ run, entry, messages: [], events, earlier }, guard)
     let ended: boolean
     if (session) {
       await this.deps.bus.open(run.tenantId, session.id)

@@ -43,6 +43,8 @@ export interface RunEnding {
 export type Stall = 'STALE' | 'NO_PROGRESS'
 
 const now = () => new Date().toISOString()
+/** The save-queue tag of a write of the whole run row. */
+const ROW_SAVE = 'row'
 
 /**
  * The durable side of one run: its row (inserted with its entry's claim, updated through the
@@ -151,7 +153,7 @@ export class RunRecorder {
         await this.deps.runs.update(snapshot)
         this.written = row
       },
-      'row',
+      ROW_SAVE,
     )
   }
 
@@ -190,10 +192,12 @@ export class RunRecorder {
     ]
     let final: RunRecord = ended
     try {
+      // the end writes the whole row: a row save still waiting would only delay it
+      deps.saves.discard(run.id, ROW_SAVE)
       await deps.saves.settled(run.id)
       const written = await inSpan('promptline.run.end', { 'promptline.run.status': ended.status }, () =>
-        deps.bus.commit(run.tenantId, run.sessionId!, run.id, events, (numbered) =>
-          deps.ledger.finish({ run: ended, entry: endedEntry, messages, events: numbered }),
+        deps.bus.commit(run.tenantId, run.sessionId!, run.id, events, (numbered, earlier) =>
+          deps.ledger.finish({ run: ended, entry: endedEntry, messages, events: numbered, earlier }),
         ),
       )
       if (written) {

@@ -17,6 +17,8 @@ export interface RunEnd {
   messages: MessageRecord[]
   /** Its last events, numbered: the history's, the entry's and RUN_FINISHED. */
   events: SessionEvent[]
+  /** Events published before these and not yet written (any session's): stored whether or not the end is. */
+  earlier: SessionEvent[]
 }
 
 /** Only a run whose heartbeat is older than this (or, with a call open, than `inFlight`) may be ended. */
@@ -52,7 +54,7 @@ export class RunLedger {
 
   /**
    * Writes a run's end if the run is still live (and, with `stale`, still stale); returns
-   * whether it did. When it did not, nothing was written.
+   * whether it did. When it did not, only `earlier` was written.
    */
   async finish(end: RunEnd, stale: StaleGuard | null = null): Promise<boolean> {
     const run = runData(end.run)
@@ -67,10 +69,13 @@ export class RunLedger {
           : RUN_IS_LIVE,
       )
       // already ended (a reaper, or the owner, got there first): nothing of this end is written
-      if (changed === 0) return false
+      if (changed === 0) {
+        await this.events.append(end.earlier, raw)
+        return false
+      }
       if (entry) await raw.update('QueueEntry', { column: 'id', value: end.entry!.queueId }, entry, ENTRY_JSON_COLUMNS)
       if (messages.length > 0) await raw.insert('Message', messages)
-      await this.events.append(end.events, raw)
+      await this.events.append([...end.earlier, ...end.events], raw)
       if (delivery) await raw.insert('WebhookDelivery', [delivery], DELIVERY_JSON_COLUMNS)
       return true
     }, true)

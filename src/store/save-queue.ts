@@ -47,6 +47,16 @@ export class SaveQueue {
     this.running.delete(key)
   }
 
+  /** Drops `key`'s tasks tagged `replaceable` that have not started: a write that stands for them is coming. */
+  discard(key: string, replaceable: string): void {
+    const tasks = this.pending.get(key)
+    if (tasks)
+      this.pending.set(
+        key,
+        tasks.filter((task) => task.replaceable !== replaceable),
+      )
+  }
+
   /** Resolves when every task enqueued for `key` so far has run. */
   async settled(key: string): Promise<void> {
     while (this.running.has(key)) await this.running.get(key)

@@ -166,27 +166,40 @@ describe.each(providers)('records written by the store read back the same (%s)',
       interrupted: false,
       createdAt: at(5),
     }
-    const finished: SessionEvent = { type: 'RUN_FINISHED', run, tenantId: 't', sessionId: 's', runId: 'run-1', sequence: 451, at: at(6) }
-    expect(await store.ledger.finish({ run, entry: ended, messages: [message], events: [finished] })).toBe(true)
+    const finished: SessionEvent = { type: 'RUN_FINISHED', run, tenantId: 't', sessionId: 's', runId: 'run-1', sequence: 452, at: at(6) }
+    const token = (sequence: number): SessionEvent => ({
+      type: 'TOKEN_DELTA',
+      text: 'hi',
+      attempt: 0,
+      candidate: null,
+      tenantId: 't',
+      sessionId: 's',
+      runId: 'run-1',
+      sequence,
+      at: at(5),
+    })
+    // the events published before the end and not yet written go in its transaction
+    expect(await store.ledger.finish({ run, entry: ended, messages: [message], events: [finished], earlier: [token(451)] })).toBe(true)
     expect(await store.runs.find('t', 'run-1')).toEqual(run)
     expect(await store.entries.find('t', 's', 'q-1')).toEqual(ended)
     expect(await store.sessions.messages('t', 's')).toMatchObject([{ id: 'm-1', content: 'hi', runId: 'run-1' }])
-    expect(await store.events.forRun('t', 'run-1', 450, 10)).toEqual([finished])
-    // a second end (a reaper racing the owner) writes nothing at all
+    expect(await store.events.forRun('t', 'run-1', 450, 10)).toEqual([token(451), finished])
+    // a second end (a reaper racing the owner) writes nothing of itself, only the earlier events
     const again = { ...run, status: 'FAILED' as const, terminalReason: 'STALE' as const }
-    const second = { ...finished, sequence: 452, run: again }
+    const second = { ...finished, sequence: 453, run: again }
     expect(
       await store.ledger.finish({
         run: again,
         entry: { ...ended, status: 'FAILED' },
         messages: [{ ...message, id: 'm-2', position: 2 }],
         events: [second],
+        earlier: [token(454)],
       }),
     ).toBe(false)
     expect(await store.runs.find('t', 'run-1')).toEqual(run)
     expect(await store.entries.find('t', 's', 'q-1')).toEqual(ended)
     expect(await store.sessions.messages('t', 's')).toHaveLength(1)
-    expect(await store.events.forRun('t', 'run-1', 450, 10)).toEqual([finished])
+    expect(await store.events.forRun('t', 'run-1', 450, 10)).toEqual([token(451), finished, token(454)])
   })
 
   it('lets writes submitted together share a transaction, each with its own outcome, a refused one failing alone', async () => {
@@ -214,7 +227,7 @@ describe.each(providers)('records written by the store read back the same (%s)',
       store.entries.insert(entry('q-kept', 10)),
       store.entries.insert(entry('q-refused', 11)), // the same idempotency key: refused by the unique index
       store.events.append([event(500), event(501)]),
-      store.ledger.finish({ run: { ...run, status: 'FAILED' }, entry: null, messages: [], events: [event(502)] }),
+      store.ledger.finish({ run: { ...run, status: 'FAILED' }, entry: null, messages: [], events: [event(502)], earlier: [] }),
     ])
     // and without a refusal: one statement per table updates each row to its own values
     await Promise.all([
@@ -261,6 +274,7 @@ describe.each(providers)('records written by the store read back the same (%s)',
             },
           ],
           events: [{ type: 'RUN_FINISHED', run, tenantId: 't', sessionId: 's', runId: `run-${id}`, sequence: 600 + i, at: at(8) }],
+          earlier: [],
         }),
       ),
     )

@@ -54,4 +54,40 @@ describe('the event writer', () => {
     await writer.close()
     expect(stored.at(-1)).toMatchObject({ sessionId: 'good', sequence: 3 })
   })
+
+  it("hands the queued events to a caller's transaction, and queues them again, in order, when it fails", async () => {
+    const stored: SessionEvent[] = []
+    const written: SessionEvent[] = []
+    const store = { append: async (events: readonly SessionEvent[]) => void stored.push(...events) }
+    const writer = new EventWriter(
+      store as unknown as EventStore,
+      createLogger('silent'),
+      { flushIntervalMs: 60_000, batchSize: 500 },
+      (e) => written.push(e),
+      NO_METRICS,
+    )
+    writer.enqueue(event('s', 1))
+    writer.enqueue(event('s', 2))
+    await expect(
+      writer.writeWith(async (queued) => {
+        expect(queued.map((e) => e.sequence)).toEqual([1, 2])
+        throw new Error('database down')
+      }),
+    ).rejects.toThrow('database down')
+    expect(written).toEqual([])
+    writer.enqueue(event('s', 3))
+    // a flush asked for meanwhile waits for the caller's write
+    let flushed = false
+    const taken = writer.writeWith(async (queued) => {
+      await new Promise((r) => setTimeout(r, 20))
+      expect(flushed).toBe(false)
+      stored.push(...queued)
+      return 'ended'
+    })
+    const flushing = writer.flush().then(() => (flushed = true))
+    expect(await taken).toBe('ended')
+    await flushing
+    expect(stored.map((e) => e.sequence)).toEqual([1, 2, 3])
+    expect(written.map((e) => e.sequence)).toEqual([1, 2, 3])
+  })
 })

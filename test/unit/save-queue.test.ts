@@ -33,6 +33,26 @@ describe('the save queue', () => {
     expect(log).toEqual(['insert', 'update 2', 'heartbeat', 'update 3'])
   })
 
+  it('discards the pending whole-row updates of a key, never a running one or another kind', async () => {
+    const log: string[] = []
+    const queue = new SaveQueue(() => {})
+    queue.enqueue(
+      'run',
+      async () => {
+        await tick()
+        log.push('update 1')
+      },
+      'update',
+    )
+    await new Promise(setImmediate) // update 1 is running
+    queue.enqueue('run', async () => log.push('heartbeat'))
+    queue.enqueue('run', async () => log.push('update 2'), 'update')
+    queue.discard('run', 'update')
+    queue.discard('other', 'update')
+    await queue.settled('run')
+    expect(log).toEqual(['update 1', 'heartbeat'])
+  })
+
   it('reports a failed task and goes on with the next', async () => {
     const errors: string[] = []
     const log: string[] = []
