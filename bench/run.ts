@@ -64,7 +64,10 @@ async function atDelay(delayMs: number) {
   const tokenCounts = []
   try {
     const idleRssMiB = Math.round(server.rssMiB())
-    await promptlineLevel(server.url, 'long-lived', { ...workload(1, delayMs), runsPerClient: delayMs === 0 ? 30 : 1 }, `warm${delayMs}`)
+    // each delay has a server of its own: it is warmed as much at 5 ms a token as at 0 (30 runs of
+    // each shape), as the floor's SDK is by then in this process
+    const warm = delayMs === 0 ? { ...workload(1, 0), runsPerClient: 30 } : { ...workload(10, delayMs), runsPerClient: 3 }
+    for (const shape of SHAPES) await promptlineLevel(server.url, shape, warm, `warm${delayMs}-${shape}`)
     for (const clients of CLIENTS) {
       const load = workload(clients, delayMs)
       const floor = await floorLevel(vendor.match[1]!, load)
