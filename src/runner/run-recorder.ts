@@ -216,6 +216,10 @@ export class RunRecorder {
       } else final = (await deps.runs.find(run.tenantId, run.id)) ?? ended
     } catch (error) {
       this.logger.error('could not write the end of a run; the reaper will end it', { error: (error as Error).message })
+      // the row save the end stood for, as the run still is (live, no call open): without it the
+      // reaper would also wait out the grace of an open call
+      const live = { ...run }
+      deps.saves.enqueue(run.id, () => deps.runs.update(live), ROW_SAVE)
     }
     Object.assign(run, final)
     endEntry(entry, final, ending.unappliedSteerIds)
