@@ -116,6 +116,23 @@ describe('request limits', () => {
     expect(codeOf(await response.json())).toBe('QUERY_TOO_COMPLEX')
   })
 
+  it('refuses a body without a declared length (chunked) with 411 before reading it', async () => {
+    const body = new ReadableStream({
+      start(controller) {
+        controller.enqueue(new TextEncoder().encode(JSON.stringify({ query: '{ backends { id } }' })))
+        controller.close()
+      },
+    })
+    const response = await fetch(`${t.http.url}/graphql`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body,
+      duplex: 'half',
+    } as RequestInit)
+    expect(response.status).toBe(411)
+    expect(codeOf(await response.json())).toBe('QUERY_TOO_COMPLEX')
+  })
+
   it('closes a WebSocket that sends a message over the limit', async () => {
     const socket = new WebSocket(`${t.http.url.replace('http', 'ws')}/graphql`, 'graphql-transport-ws')
     await new Promise((resolve) => socket.once('open', resolve))
