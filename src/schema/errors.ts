@@ -150,7 +150,7 @@ export function maskError(error: unknown): GraphQLError {
       },
     })
   }
-  // the rate limiter refuses a field with HTTP 429 and no code of its own
+  // a limit of server/limits.ts refuses an operation with HTTP 429 and no code of its own
   if (graphqlError && (graphqlError.extensions.http as { statusCode?: number } | undefined)?.statusCode === 429) {
     return new GraphQLError(graphqlError.message, {
       nodes: graphqlError.nodes,

@@ -1,9 +1,9 @@
-import { InMemoryStore, useRateLimiter } from '@envelop/rate-limiter'
 import { EnvelopArmorPlugin } from '@escape.tech/graphql-armor'
 import { useCSRFPrevention } from '@graphql-yoga/plugin-csrf-prevention'
 import { useDisableIntrospection } from '@graphql-yoga/plugin-disable-introspection'
-import type { GraphQLError } from 'graphql'
+import { type DocumentNode, type GraphQLError, getOperationAST, Kind, type SelectionSetNode } from 'graphql'
 import { createGraphQLError, type Plugin } from 'graphql-yoga'
+import { RateLimiterMemory } from 'rate-limiter-flexible'
 import type { ErrorCode } from '../domain/errors.js'
 import { RATE_LIMIT_WINDOW_MS, type RequestLimits } from '../domain/limits.js'
 
@@ -34,6 +34,46 @@ const useParseOverflowGuard: Plugin = {
 
 /** An error that the transports report as RATE_LIMITED (maskError and http.ts know the marker). */
 const rateLimited = (message: string) => createGraphQLError(message, { extensions: { http: { statusCode: 429 } } })
+
+/**
+ * Each key's mutations a second, counted per process (rate-limiter-flexible: one counter a key,
+ * reset each window). Only the operation's kind and root fields are read: a read costs nothing
+ * here, a mutation one counter update, whatever the document's size or the number of keys.
+ */
+function useMutationRate(perSecond: number): Plugin {
+  const limiter = new RateLimiterMemory({ points: perSecond, duration: RATE_LIMIT_WINDOW_MS / 1000 })
+  const message = `this key sent more than ${perSecond} mutations in a second (PROMPTLINE_MUTATIONS_PER_SECOND)`
+  return {
+    onExecute({ args, setResultAndStopExecution }) {
+      const operation = getOperationAST(args.document, args.operationName)
+      if (operation?.operation !== 'mutation') return
+      const keyId = (args.contextValue as { keyId?: string }).keyId ?? 'unknown'
+      return limiter.consume(keyId, rootFields(args.document, operation.selectionSet)).then(
+        () => undefined,
+        (refused: unknown) => {
+          if (refused instanceof Error) throw refused
+          // a refused operation runs none of its fields (maskError gives it RATE_LIMITED)
+          setResultAndStopExecution({ errors: [rateLimited(message)] })
+        },
+      )
+    },
+  }
+}
+
+/** How many mutations an operation sends: its root fields, through fragments, without __typename. */
+function rootFields(document: DocumentNode, selectionSet: SelectionSetNode): number {
+  let count = 0
+  for (const selection of selectionSet.selections) {
+    if (selection.kind === Kind.FIELD) count += selection.name.value === '__typename' ? 0 : 1
+    else if (selection.kind === Kind.INLINE_FRAGMENT) count += rootFields(document, selection.selectionSet)
+    else {
+      const name = selection.name.value
+      const fragment = document.definitions.find((d) => d.kind === Kind.FRAGMENT_DEFINITION && d.name.value === name)
+      if (fragment?.kind === Kind.FRAGMENT_DEFINITION) count += rootFields(document, fragment.selectionSet)
+    }
+  }
+  return count
+}
 
 /** At most `max` subscriptions open at once per key, on every transport; each one counts until it ends. */
 /** The subscriptions open on this instance, per key (capped) and in all (a metric). */
@@ -90,20 +130,7 @@ export function requestLimitPlugins(limits: RequestLimits, subscriptions: OpenSu
       blockFieldSuggestion: { enabled: !limits.publicSchema },
     }) as Plugin,
     useParseOverflowGuard,
-    useRateLimiter({
-      identifyFn: (context) => (context as { keyId?: string }).keyId ?? 'unknown',
-      store: new InMemoryStore(),
-      // a refused field becomes an error of the operation (maskError gives it RATE_LIMITED); throwing would end a socket
-      configByField: [
-        {
-          type: 'Mutation',
-          field: '*',
-          max: limits.mutationsPerSecond,
-          window: `${RATE_LIMIT_WINDOW_MS}ms`,
-          message: `this key sent more than ${limits.mutationsPerSecond} mutations in a second (PROMPTLINE_MUTATIONS_PER_SECOND)`,
-        },
-      ],
-    }) as Plugin,
+    useMutationRate(limits.mutationsPerSecond),
     useSubscriptionCap(limits.subscriptionsPerKey, subscriptions),
     useCSRFPrevention({ requestHeaders: ['x-graphql-yoga-csrf', 'authorization'] }),
     ...(limits.publicSchema ? [] : [useDisableIntrospection() as Plugin]),

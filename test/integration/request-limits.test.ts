@@ -1,4 +1,4 @@
-import { getIntrospectionQuery } from 'graphql'
+import { getIntrospectionQuery, parse } from 'graphql'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import WebSocket from 'ws'
 import { sha256Hex } from '../../src/domain/hash.js'
@@ -78,6 +78,29 @@ describe('request limits', () => {
       expect(burst.filter((r) => typeof r === 'object')).toEqual(Array(5).fill({ code: 'RATE_LIMITED', retryAfterMs: 1_000 }))
       expect(await create('other-key', limited.clientWith(keys[1]!))).toBe('CreateSessionPayload')
       expect((await limited.request(SessionsDocument, { first: 50 })).data!.sessions.edges).toHaveLength(6)
+    } finally {
+      await limited.stop({ dropDatabase: true })
+    }
+  })
+
+  it('counts every mutation an operation sends, across fields and fragments, and refuses the whole operation past the rate', async () => {
+    const limited = await startTestServer({ provider: 'sqlite', app: { requestLimits: { mutationsPerSecond: 5 } } })
+    try {
+      const send = async (source: string) => {
+        const result = await limited.request(parse(source) as never, {})
+        return result.errors?.[0]?.extensions?.code ?? 'OK'
+      }
+      const create = (alias: string, id: string) => `${alias}: createSession(input: { id: "${id}" }) { __typename }`
+      // three mutations, one of them through an inline fragment: within the rate
+      expect(await send(`mutation { ${create('a', 'c-1')} ${create('b', 'c-2')} ... on Mutation { ${create('c', 'c-3')} } }`)).toBe('OK')
+      // three more (another field among them) make six: none of them runs
+      expect(await send(`mutation { d: deleteSession(id: "c-1") { __typename } ${create('e', 'c-4')} ${create('f', 'c-5')} }`)).toBe(
+        'RATE_LIMITED',
+      )
+      // a read is never counted
+      expect(await send('{ backends { id } }')).toBe('OK')
+      const ids = (await limited.request(SessionsDocument, { first: 50 })).data!.sessions.edges.map((e) => e.node.id)
+      expect(ids.sort()).toEqual(['c-1', 'c-2', 'c-3'])
     } finally {
       await limited.stop({ dropDatabase: true })
     }
