@@ -3,7 +3,7 @@ import { useCSRFPrevention } from '@graphql-yoga/plugin-csrf-prevention'
 import { useDisableIntrospection } from '@graphql-yoga/plugin-disable-introspection'
 import { type DocumentNode, type GraphQLError, getOperationAST, Kind, type SelectionSetNode } from 'graphql'
 import { createGraphQLError, type Plugin } from 'graphql-yoga'
-import { RateLimiterMemory } from 'rate-limiter-flexible'
+import RateLimiterMemory from 'rate-limiter-flexible/lib/RateLimiterMemory.js'
 import type { ErrorCode } from '../domain/errors.js'
 import { RATE_LIMIT_WINDOW_MS, type RequestLimits } from '../domain/limits.js'
 
