@@ -75,13 +75,13 @@ function rootFields(document: DocumentNode, selectionSet: SelectionSetNode): num
   return count
 }
 
-/** At most `max` subscriptions open at once per key, on every transport; each one counts until it ends. */
 /** The subscriptions open on this instance, per key (capped) and in all (a metric). */
 export class OpenSubscriptions {
   readonly byKey = new Map<string, number>()
   total = 0
 }
 
+/** At most `max` subscriptions open at once per key, on every transport; each one counts until it ends. */
 function useSubscriptionCap(max: number, open: OpenSubscriptions): Plugin {
   const { byKey } = open
   return {
