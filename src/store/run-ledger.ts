@@ -68,7 +68,8 @@ export class RunLedger {
           ? `${RUN_IS_LIVE} AND (("inFlightSince" IS NULL AND "heartbeatAt" < ${param(stale.before)}) OR "heartbeatAt" < ${param(stale.inFlightBefore)})`
           : RUN_IS_LIVE,
       )
-      // already ended (a reaper, or the owner, got there first): nothing of this end is written
+      // already ended (a reaper, or the owner, got there first): of this end, only the events
+      // published before it are written (they are the stream's, whoever ends the run)
       if (changed === 0) {
         await this.events.append(end.earlier, raw)
         return false
