@@ -140,39 +140,34 @@ export function maskError(error: unknown): GraphQLError {
   const graphqlError = error instanceof GraphQLError ? error : null
   const original = graphqlError?.originalError ?? error
   if (original instanceof PromptlineError) {
-    return new GraphQLError(original.message, {
-      nodes: graphqlError?.nodes,
-      path: graphqlError?.path,
-      // yoga answers 401 for a missing or unknown key (and drops `http` from the body)
-      extensions: {
-        code: original.code satisfies ErrorCode,
-        ...(original.code === 'UNAUTHENTICATED' && { http: { status: 401 } }),
-      },
+    // yoga answers 401 for a missing or unknown key (and drops `http` from the body)
+    return masked(graphqlError, original.message, {
+      code: original.code satisfies ErrorCode,
+      ...(original.code === 'UNAUTHENTICATED' && { http: { status: 401 } }),
     })
   }
   // a limit of server/limits.ts refuses an operation with HTTP 429 and no code of its own
   if (graphqlError && (graphqlError.extensions.http as { statusCode?: number } | undefined)?.statusCode === 429) {
-    return new GraphQLError(graphqlError.message, {
-      nodes: graphqlError.nodes,
-      path: graphqlError.path,
-      extensions: { code: 'RATE_LIMITED' satisfies ErrorCode, retryAfterMs: RATE_LIMIT_WINDOW_MS },
-    })
+    return masked(graphqlError, graphqlError.message, { code: 'RATE_LIMITED' satisfies ErrorCode, retryAfterMs: RATE_LIMIT_WINDOW_MS })
   }
   // errors raised by GraphQL itself (syntax, variable coercion) are the client's to read
   if (graphqlError && (!graphqlError.originalError || graphqlError.originalError instanceof GraphQLError)) {
-    return new GraphQLError(graphqlError.message, {
-      nodes: graphqlError.nodes,
-      path: graphqlError.path,
-      // a limit that refused the document keeps its own code
-      extensions: {
-        ...graphqlError.extensions,
-        code: graphqlError.extensions.code === 'QUERY_TOO_COMPLEX' ? 'QUERY_TOO_COMPLEX' : ('INVALID_REQUEST' satisfies ErrorCode),
-      },
+    // a limit that refused the document keeps its own code
+    return masked(graphqlError, graphqlError.message, {
+      ...graphqlError.extensions,
+      code: graphqlError.extensions.code === 'QUERY_TOO_COMPLEX' ? 'QUERY_TOO_COMPLEX' : ('INVALID_REQUEST' satisfies ErrorCode),
     })
   }
-  return new GraphQLError('Unexpected error.', {
-    nodes: graphqlError?.nodes,
-    path: graphqlError?.path,
-    extensions: { code: 'INTERNAL' satisfies ErrorCode },
+  return masked(graphqlError, 'Unexpected error.', { code: 'INTERNAL' satisfies ErrorCode })
+}
+
+/** The error the client gets: `message` and `extensions`, at the place in the document `error` was raised. */
+function masked(error: GraphQLError | null, message: string, extensions: Record<string, unknown>): GraphQLError {
+  return new GraphQLError(message, {
+    nodes: error?.nodes,
+    source: error?.source,
+    positions: error?.positions,
+    path: error?.path,
+    extensions,
   })
 }
