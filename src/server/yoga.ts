@@ -9,6 +9,7 @@ import type { Logger } from '../domain/logger.js'
 import type { Context, Services } from '../schema/context.js'
 import { maskError } from '../schema/errors.js'
 import type { ApiKeyRing } from './api-keys.js'
+import { useCompiledSubscriptions } from './compiled-subscriptions.js'
 import { useConsole } from './console.js'
 import { GRAPHIQL_OPTIONS, renderSelfHostedGraphiQL } from './graphiql.js'
 import { type OpenSubscriptions, requestLimitPlugins } from './limits.js'
@@ -106,6 +107,7 @@ export function createPromptlineYoga(options: {
       // document to count zeros (0.1 ms a request, measured)
       usePrometheus({ registry: options.metrics.registry, endpoint: '/metrics', metrics: { graphql_envelop_deprecated_field: false } }),
       useValidationErrorCode,
+      useCompiledSubscriptions(),
       // GraphQL over SSE: distinct connections on /graphql (yoga's own) and on /graphql/stream,
       // single connection mode (one reserved stream per client, operations by PUT/POST) on /graphql/stream
       useGraphQLSSE({ endpoint: SSE_ENDPOINT }),

@@ -5,7 +5,7 @@ import { PROJECT_ROOT } from '../../src/config.js'
 
 // The layer rules of docs/architecture.md, checked over the real import graph of src/.
 const SRC = path.join(PROJECT_ROOT, 'src')
-const GRAPHQL_PACKAGES = /^(graphql|graphql-yoga|graphql-ws|graphql-scalars|@graphql-yoga\/.*|@pothos\/.*|@envelop\/.*)$/
+const GRAPHQL_PACKAGES = /^(graphql|graphql-jit|graphql-yoga|graphql-ws|graphql-scalars|@graphql-yoga\/.*|@pothos\/.*|@envelop\/.*)$/
 const PRISMA_PACKAGES = /^(@prisma\/.*|@db\/client|prisma)$/
 
 interface Import {

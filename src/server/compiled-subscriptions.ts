@@ -1,0 +1,84 @@
+import { createSourceEventStream, type DocumentNode, type ExecutionResult, GraphQLError, type Source, type SourceLocation } from 'graphql'
+import { type CompiledQuery, compileQuery, isCompiledQuery } from 'graphql-jit'
+import type { Plugin } from 'graphql-yoga'
+
+/**
+ * Each event of a subscription resolved by its selection compiled to a function (graphql-jit)
+ * instead of interpreted by graphql-js: a token stream is one execution per event, and an
+ * interpreted one walks the document each time. The source stream is still made by graphql-js
+ * (`createSourceEventStream`): graphql-jit's own `subscribe` passes the operation's variables to
+ * the field's `subscribe` instead of the field's arguments. A document graphql-jit cannot compile
+ * keeps the default execution.
+ */
+export function useCompiledSubscriptions(): Plugin {
+  const compiled = new WeakMap<DocumentNode, { operationName: string | undefined; query: CompiledQuery | null }>()
+  const compiledQuery = (args: { schema: Parameters<typeof compileQuery>[0]; document: DocumentNode; operationName?: string | null }) => {
+    const operationName = args.operationName ?? undefined
+    const found = compiled.get(args.document)
+    if (found && found.operationName === operationName) return found.query
+    const result = compileQuery(args.schema, args.document, operationName)
+    const query = isCompiledQuery(result) ? result : null
+    compiled.set(args.document, { operationName, query })
+    return query
+  }
+  return {
+    onSubscribe({ args, setSubscribeFn }) {
+      const query = compiledQuery(args)
+      if (!query) return
+      setSubscribeFn(async (args) => {
+        const source = await createSourceEventStream(args)
+        if (!(Symbol.asyncIterator in source)) return source
+        const { contextValue, variableValues } = args
+        const body = args.document.loc?.source
+        return mapEvents(source, async (event) => {
+          const result = (await query.query(event, contextValue, variableValues ?? {})) as ExecutionResult
+          return result.errors ? { ...result, errors: result.errors.map((error) => asGraphQLError(error, body)) } : result
+        })
+      })
+    },
+  }
+}
+
+/**
+ * A graphql-jit error as graphql-js makes them, for the error masking and the transports: with
+ * its `extensions` (graphql-jit leaves them undefined), and its locations as positions in the
+ * document's source (it has neither the document's nodes nor the positions they come from).
+ */
+function asGraphQLError(error: GraphQLError, source: Source | undefined): GraphQLError {
+  const { message, path, originalError, extensions, locations } = error
+  const positions = source && locations?.map((location) => positionOf(source.body, location))
+  return new GraphQLError(message, { source, positions, path, originalError, extensions })
+}
+
+/** The offset of a line and column (both from 1) in `body`. */
+function positionOf(body: string, { line, column }: SourceLocation): number {
+  let lineStart = 0
+  for (let n = 1; n < line; n++) lineStart = body.indexOf('\n', lineStart) + 1
+  return lineStart + column - 1
+}
+
+/**
+ * `source` with `resolve` applied to each event. Unlike an async generator's, its `return()` ends
+ * the source at once, even while a `next()` waits for an event that may never come.
+ */
+function mapEvents<T, R>(source: AsyncIterable<T>, resolve: (event: T) => R | Promise<R>): AsyncIterableIterator<R> {
+  const events = source[Symbol.asyncIterator]()
+  const mapped: AsyncIterableIterator<R> = {
+    async next() {
+      const step = await events.next()
+      return step.done ? { done: true, value: undefined } : { done: false, value: await resolve(step.value) }
+    },
+    async return() {
+      await events.return?.()
+      return { done: true, value: undefined }
+    },
+    async throw(error: unknown) {
+      await events.return?.()
+      throw error
+    },
+    [Symbol.asyncIterator]() {
+      return mapped
+    },
+  }
+  return mapped
+}
