@@ -33,7 +33,10 @@ function server(compiled = true) {
       },
     },
   })
-  return { yoga: createYoga({ schema, plugins: compiled ? [useCompiledSubscriptions()] : [], maskedErrors: { maskError }, logging: false }), ended }
+  return {
+    yoga: createYoga({ schema, plugins: compiled ? [useCompiledSubscriptions()] : [], maskedErrors: { maskError }, logging: false }),
+    ended,
+  }
 }
 
 async function subscribe(yoga: ReturnType<typeof server>['yoga'], query: string, variables: object, events: number) {
@@ -59,9 +62,12 @@ async function subscribe(yoga: ReturnType<typeof server>['yoga'], query: string,
 }
 
 describe('subscription events resolved by their compiled selection', () => {
-  it('takes the field arguments written in the document as well as those in variables', async () => {
+  it.each([
+    ['compiled', ''],
+    ['too long to compile, interpreted', `# ${'padding '.repeat(400)}\n`],
+  ])('takes the field arguments written in the document as well as those in variables (%s)', async (_, padding) => {
     const { yoga } = server()
-    const query = 'subscription($count: Int!) { ticks(from: 7, count: $count) { n label(prefix: "#") } }'
+    const query = `${padding}subscription($count: Int!) { ticks(from: 7, count: $count) { n label(prefix: "#") } }`
     expect(await subscribe(yoga, query, { count: 2 }, 2)).toEqual([
       { data: { ticks: { n: 7, label: '#7' } } },
       { data: { ticks: { n: 8, label: '#8' } } },
