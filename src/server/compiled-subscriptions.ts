@@ -1,4 +1,12 @@
-import { createSourceEventStream, type DocumentNode, type ExecutionResult, GraphQLError, type Source, type SourceLocation } from 'graphql'
+import {
+  createSourceEventStream,
+  type DocumentNode,
+  type ExecutionResult,
+  GraphQLError,
+  type GraphQLSchema,
+  type Source,
+  type SourceLocation,
+} from 'graphql'
 import { type CompiledQuery, compileQuery, isCompiledQuery } from 'graphql-jit'
 import type { Plugin } from 'graphql-yoga'
 import { TextKeyedCache } from '../domain/bounded-cache.js'
@@ -19,7 +27,7 @@ export function useCompiledSubscriptions(): Plugin {
   // 200 characters, 8.7 MiB for 260 documents of 120), so the documents of clients that inline
   // their values keep at most about 2 MiB, and a large one, which would not stay, is interpreted
   const compiled = new TextKeyedCache<CompiledQuery | null>(8 * 1024, MAX_DOCUMENT_CHARS)
-  const compiledQuery = (args: { schema: Parameters<typeof compileQuery>[0]; document: DocumentNode; operationName?: string | null }) => {
+  const compiledQuery = (args: { schema: GraphQLSchema; document: DocumentNode; operationName?: string | null }) => {
     const text = args.document.loc?.source.body
     if (text === undefined) return null
     const key = `${args.operationName ?? ''}\n${text}`
@@ -40,10 +48,10 @@ export function useCompiledSubscriptions(): Plugin {
         const source = await createSourceEventStream(args)
         if (!(Symbol.asyncIterator in source)) return source
         const { contextValue, variableValues } = args
-        const body = args.document.loc?.source
+        const documentSource = args.document.loc?.source
         return mapEvents(source, async (event) => {
           const result = (await query.query(event, contextValue, variableValues ?? {})) as ExecutionResult
-          return result.errors ? { ...result, errors: result.errors.map((error) => asGraphQLError(error, body)) } : result
+          return result.errors ? { ...result, errors: result.errors.map((error) => asGraphQLError(error, documentSource)) } : result
         })
       })
     },
