@@ -1,4 +1,4 @@
-import type { EntryStatus, QueueEntryRecord, RunRecord, RunStatus } from './records.js'
+import { type EntryStatus, type QueueEntryRecord, RUN_STATUSES, type RunRecord, type RunStatus } from './records.js'
 
 /**
  * The two state machines of DESIGN §1, each as one table: the statuses a record may move to
@@ -40,6 +40,8 @@ export class IllegalTransitionError extends Error {
 }
 
 export const isTerminalRun = (status: RunStatus): boolean => RUN_TRANSITIONS[status].length === 0
+/** The statuses a run ends in: those the table lets it leave for none. */
+export const TERMINAL_RUN_STATUSES: readonly RunStatus[] = RUN_STATUSES.filter(isTerminalRun)
 export const isTerminalEntry = (status: EntryStatus): boolean => ENTRY_TRANSITIONS[status].length === 0
 
 /** Moves a run to `to`, or throws IllegalTransitionError and leaves it as it was. */

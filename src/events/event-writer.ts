@@ -62,10 +62,10 @@ export class EventWriter {
 
   /**
    * Hands every queued event to `write`, which stores them in a transaction of its own making (a
-   * run's end, with its last events), so they cost no statement of their own. Writes reach the
-   * store's group commit in the order they are handed over, which keeps events in order, so
-   * several ends may be writing at once; a batch of `flush()`'s, still queued while it is
-   * written, lands first. When `write` throws, its events are queued again ahead of later ones.
+   * run's end, with its last events), so they cost no statement of their own. Several ends may
+   * be writing at once, each with its own events (readers order the log by sequence); a batch of
+   * `flush()`'s, still queued while it is written, lands first. When `write` throws, its events
+   * are queued again ahead of later ones.
    */
   async writeWith<T>(write: (queued: SessionEvent[]) => Promise<T>): Promise<T> {
     while (this.writing !== null) await this.writing.catch(() => {})

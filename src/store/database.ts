@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs'
 import path from 'node:path'
 import type { PrismaClient } from '@db/client'
-import type BetterSqlite3 from 'better-sqlite3'
+import { SqliteLaneFactory } from './sqlite-lane.js'
 
 /** The Prisma client type the store is written against; see tsconfig.sqlite.json. */
 export type Db = PrismaClient
@@ -11,8 +11,6 @@ export type Provider = 'sqlite' | 'postgresql'
 export interface Database {
   readonly db: Db
   readonly provider: Provider
-  /** SQLite: the connection Prisma's adapter opened (Prisma owns it), for the store's run-path statements. */
-  readonly connection: BetterSqlite3.Database | null
   close(): Promise<void>
 }
 
@@ -25,7 +23,6 @@ export function providerOf(url: string): Provider {
 export async function openDatabase(url: string): Promise<Database> {
   const provider = providerOf(url)
   let db: Db
-  let connection: BetterSqlite3.Database | null = null
   if (provider === 'sqlite') {
     const file = url.slice('file:'.length).split('?')[0]!
     if (file !== ':memory:') mkdirSync(path.dirname(path.resolve(file)), { recursive: true })
@@ -33,15 +30,7 @@ export async function openDatabase(url: string): Promise<Database> {
       import('../generated/sqlite/client.js'),
       import('@prisma/adapter-better-sqlite3'),
     ])
-    const adapter = new PrismaBetterSqlite3({ url })
-    const connect = adapter.connect.bind(adapter)
-    // the adapter keeps its better-sqlite3 connection as `client`; the store runs its hot statements on it
-    adapter.connect = async () => {
-      const opened = await connect()
-      connection = (opened as unknown as { client: BetterSqlite3.Database }).client
-      return opened
-    }
-    db = new PrismaClient({ adapter }) as unknown as Db
+    db = new PrismaClient({ adapter: new SqliteLaneFactory(new PrismaBetterSqlite3({ url })) }) as unknown as Db
     // WAL + NORMAL: ~5x the write rate of the default journal, still crash-safe for commits.
     await db.$queryRawUnsafe('PRAGMA journal_mode=WAL')
     await db.$executeRawUnsafe('PRAGMA synchronous=NORMAL')
@@ -52,5 +41,5 @@ export async function openDatabase(url: string): Promise<Database> {
     db = new PrismaClient({ adapter: new PrismaPg({ connectionString: url }) }) as unknown as Db
     await db.$connect()
   }
-  return { db, provider, connection, close: () => db.$disconnect() }
+  return { db, provider, close: () => db.$disconnect() }
 }

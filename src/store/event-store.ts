@@ -1,8 +1,7 @@
 import type { Prisma } from '@db/client'
 import type { SessionEvent } from '../domain/events.js'
 import type { Db } from './database.js'
-import type { GroupCommit } from './group-commit.js'
-import type { Writer } from './raw-writer.js'
+import { jsonValue } from './json-columns.js'
 
 const select = {
   tenantId: true,
@@ -26,30 +25,28 @@ const toEvent = (row: Row): SessionEvent =>
     at: row.at.toISOString(),
   }) as SessionEvent
 
-const JSON_COLUMNS = new Set(['payload'])
+/** Rows of the event log, as one multi-row insert writes them. */
+export const eventRows = (events: readonly SessionEvent[]) =>
+  events.map(
+    ({ tenantId, sessionId, sequence, runId, at, type, ...payload }) =>
+      ({
+        tenantId,
+        sessionId,
+        sequence,
+        runId,
+        type,
+        at: new Date(at),
+        payload: jsonValue(payload),
+      }) satisfies Prisma.RunEventCreateManyInput,
+  )
+
 /** The persisted event log of session streams. */
 export class EventStore {
-  constructor(
-    private readonly db: Db,
-    private readonly writes: GroupCommit,
-  ) {}
+  constructor(private readonly db: Db) {}
 
-  /** Writes a batch in few statements (the raw writer: this is the busiest table), in a transaction when given one. */
-  append(events: readonly SessionEvent[], raw?: Writer): Promise<void> {
-    return raw ? this.insert(events, raw) : this.writes.write((shared) => this.insert(events, shared))
-  }
-
-  private async insert(events: readonly SessionEvent[], raw: Writer): Promise<void> {
-    const rows = events.map(({ tenantId, sessionId, sequence, runId, at, type, ...payload }) => ({
-      tenantId,
-      sessionId,
-      sequence,
-      runId,
-      type,
-      at: new Date(at),
-      payload,
-    }))
-    await raw.insert('RunEvent', rows, JSON_COLUMNS)
+  /** Writes a batch in one multi-row insert. */
+  async append(events: readonly SessionEvent[]): Promise<void> {
+    await this.db.runEvent.createMany({ data: eventRows(events) })
   }
 
   /** Events of a session after `afterSequence`, in order, at most `limit`. */

@@ -1,7 +1,7 @@
 import type { Prisma } from '@db/client'
 import { type EntryStatus, type QueueEntryRecord, type RunRequest, TERMINAL_ENTRY_STATUSES } from '../domain/records.js'
 import type { Db } from './database.js'
-import type { GroupCommit } from './group-commit.js'
+import { jsonValue, nullableJson } from './json-columns.js'
 
 const select = {
   id: true,
@@ -53,52 +53,47 @@ function toRecord(row: Row): QueueEntryRecord {
   }
 }
 
-export const ENTRY_JSON_COLUMNS = new Set(['request', 'unappliedSteerIds'])
-const JSON_COLUMNS = ENTRY_JSON_COLUMNS
-
 /** The columns an entry's writes set (all but its identity). */
 export function entryData(entry: QueueEntryRecord) {
   return {
     priority: entry.priority,
     status: entry.status,
-    request: entry.request,
+    request: jsonValue(entry.request),
     requestBytes: entry.requestBytes,
     scheduleKey: entry.scheduleKey,
     fireAt: date(entry.fireAt),
     runId: entry.runId,
     errorCode: entry.error?.code ?? null,
     errorMessage: entry.error?.message ?? null,
-    unappliedSteerIds: entry.unappliedSteerIds,
+    unappliedSteerIds: nullableJson(entry.unappliedSteerIds),
     startedAt: date(entry.startedAt),
     finishedAt: date(entry.finishedAt),
-  }
+  } satisfies Prisma.QueueEntryUpdateManyMutationInput
 }
 
-/** Queue entries, written as they change (through the raw writer) so the queue survives a restart. */
+/** Queue entries, written as they change so the queue survives a restart. */
 export class QueueStore {
-  constructor(
-    private readonly db: Db,
-    private readonly writes: GroupCommit,
-  ) {}
+  constructor(private readonly db: Db) {}
 
-  insert(entry: QueueEntryRecord): Promise<void> {
-    const row = {
-      id: entry.queueId,
-      tenantId: entry.tenantId,
-      sessionId: entry.sessionId,
-      queueSequence: entry.queueSequence,
-      idempotencyKey: entry.idempotencyKey,
-      idempotencyHash: entry.idempotencyHash,
-      queuedAt: new Date(entry.queuedAt),
-      ...entryData(entry),
-    }
-    return this.writes.write((raw) => raw.insert('QueueEntry', [row], JSON_COLUMNS))
+  async insert(entry: QueueEntryRecord): Promise<void> {
+    await this.db.queueEntry.create({
+      data: {
+        id: entry.queueId,
+        tenantId: entry.tenantId,
+        sessionId: entry.sessionId,
+        queueSequence: entry.queueSequence,
+        idempotencyKey: entry.idempotencyKey,
+        idempotencyHash: entry.idempotencyHash,
+        queuedAt: new Date(entry.queuedAt),
+        ...entryData(entry),
+      },
+      select: { id: true },
+    })
   }
 
   /** Writes the entry's mutable fields; a no-op when the entry (or its session) is gone. */
   async update(entry: QueueEntryRecord): Promise<void> {
-    const data = entryData(entry)
-    await this.writes.write((raw) => raw.update('QueueEntry', { column: 'id', value: entry.queueId }, data, JSON_COLUMNS))
+    await this.db.queueEntry.updateMany({ where: { id: entry.queueId }, data: entryData(entry) })
   }
 
   /** The entry admitted with this idempotency key, if any. */

@@ -1,4 +1,5 @@
 import type { Prisma } from '@db/client'
+import { TERMINAL_RUN_STATUSES } from '../domain/lifecycles.js'
 import type {
   Alternative,
   FailoverAttempt,
@@ -11,7 +12,7 @@ import type {
   Usage,
 } from '../domain/records.js'
 import type { Db } from './database.js'
-import type { GroupCommit } from './group-commit.js'
+import { jsonValue, nullableJson } from './json-columns.js'
 
 const select = {
   id: true,
@@ -90,10 +91,8 @@ function toRecord(row: Row): RunRecord {
   }
 }
 
-export const RUN_JSON_COLUMNS = new Set(['settings', 'parsedOutput', 'validation', 'failoverAttempts', 'alternatives'])
-const JSON_COLUMNS = RUN_JSON_COLUMNS
-/** SQL true while a run is not terminal: the guard of every write that must not overwrite an end. */
-export const RUN_IS_LIVE = `"status" NOT IN ('COMPLETED', 'FAILED', 'ABORTED')`
+/** The guard of every write that must not overwrite a run's end. */
+export const liveRun = (id: string) => ({ id, status: { notIn: [...TERMINAL_RUN_STATUSES] } }) satisfies Prisma.RunWhereInput
 
 /** The columns a run's writes set (all but its identity). */
 export function runData(run: RunRecord) {
@@ -106,12 +105,12 @@ export function runData(run: RunRecord) {
     model: run.model,
     definitionHash: run.definitionHash,
     renderedHash: run.renderedHash,
-    settings: run.settings ?? {},
+    settings: jsonValue(run.settings ?? {}),
     output: run.output,
-    parsedOutput: run.parsedOutput ?? null,
-    validation: run.validation,
-    failoverAttempts: run.failoverAttempts,
-    alternatives: run.alternatives,
+    parsedOutput: nullableJson(run.parsedOutput),
+    validation: nullableJson(run.validation),
+    failoverAttempts: jsonValue(run.failoverAttempts),
+    alternatives: jsonValue(run.alternatives),
     costUsd: run.costUsd,
     priceTable: run.priceTable,
     inputTokens: run.usage?.inputTokens ?? null,
@@ -126,28 +125,22 @@ export function runData(run: RunRecord) {
     errorCode: run.errorCode,
     errorMessage: run.errorMessage,
     terminalReason: run.terminalReason,
-  }
+  } satisfies Prisma.RunUpdateManyMutationInput
 }
 
-/** Durable run records; written through the raw writer (they are written on every run). */
+/** Durable run records. */
 export class RunStore {
-  constructor(
-    private readonly db: Db,
-    private readonly writes: GroupCommit,
-  ) {}
+  constructor(private readonly db: Db) {}
 
   /** Writes the run as it is now, unless it has ended meanwhile (a reaper's end is never overwritten). */
   async update(run: RunRecord): Promise<void> {
-    const data = runData(run)
-    await this.writes.write((raw) => raw.update('Run', { column: 'id', value: run.id }, data, JSON_COLUMNS, () => RUN_IS_LIVE))
+    await this.db.run.updateMany({ where: liveRun(run.id), data: runData(run) })
   }
 
   /** Marks a live run alive (and when it last progressed); false when it has ended meanwhile (a reaper ended it). */
   async heartbeat(id: string, at: Date, lastProgressAt: Date): Promise<boolean> {
-    const changed = await this.writes.write((raw) =>
-      raw.update('Run', { column: 'id', value: id }, { heartbeatAt: at, lastProgressAt }, undefined, () => RUN_IS_LIVE),
-    )
-    return changed > 0
+    const { count } = await this.db.run.updateMany({ where: liveRun(id), data: { heartbeatAt: at, lastProgressAt } })
+    return count > 0
   }
 
   /**
@@ -157,7 +150,7 @@ export class RunStore {
   async stale(staleBefore: Date, inFlightStaleBefore: Date, take: number): Promise<RunRecord[]> {
     const rows = await this.db.run.findMany({
       where: {
-        status: { notIn: ['COMPLETED', 'FAILED', 'ABORTED'] },
+        status: { notIn: [...TERMINAL_RUN_STATUSES] },
         OR: [{ inFlightSince: null, heartbeatAt: { lt: staleBefore } }, { heartbeatAt: { lt: inFlightStaleBefore } }],
       },
       orderBy: { heartbeatAt: 'asc' },
@@ -230,7 +223,7 @@ export class RunStore {
 
   /** Runs not yet terminal, across tenants (at start-up) or of one session (when it is taken over). */
   async unfinished(of: { tenantId: string; sessionId: string } | null = null): Promise<RunRecord[]> {
-    const rows = await this.db.run.findMany({ where: { status: { notIn: ['COMPLETED', 'FAILED', 'ABORTED'] }, ...of }, select })
+    const rows = await this.db.run.findMany({ where: { status: { notIn: [...TERMINAL_RUN_STATUSES] }, ...of }, select })
     return rows.map(toRecord)
   }
 }

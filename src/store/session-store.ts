@@ -1,7 +1,7 @@
 import type { Prisma } from '@db/client'
 import type { MessageRecord, SessionRecord } from '../domain/records.js'
 import type { Db } from './database.js'
-import type { GroupCommit } from './group-commit.js'
+import { nullableJson } from './json-columns.js'
 
 const sessionSelect = {
   tenantId: true,
@@ -39,21 +39,16 @@ export interface SessionCursor {
   id: string
 }
 
-const SESSION_JSON_COLUMNS = new Set(['metadata'])
-
 /** Sessions and their conversation history. */
 export class SessionStore {
-  constructor(
-    private readonly db: Db,
-    private readonly writes: GroupCommit,
-  ) {}
+  constructor(private readonly db: Db) {}
 
   async find(tenantId: string, id: string): Promise<SessionRecord | null> {
     const row = await this.db.session.findUnique({ where: { tenantId_id: { tenantId, id } }, select: sessionSelect })
     return row && toSession(row)
   }
 
-  /** Inserts a new session (through the group commit, so new sessions share statements); a taken id fails as a unique violation. */
+  /** Inserts a new session; a taken id fails as a unique violation. */
   async create(input: {
     tenantId: string
     id: string
@@ -67,8 +62,10 @@ export class SessionStore {
   }): Promise<SessionRecord> {
     const at = new Date()
     const { sequenceCeiling, ...session } = { ...input, metadata: input.metadata ?? null }
-    const row = { ...session, sequenceCeiling, createdAt: at, updatedAt: at }
-    await this.writes.write((raw) => raw.insert('Session', [row], SESSION_JSON_COLUMNS))
+    await this.db.session.create({
+      data: { ...session, metadata: nullableJson(session.metadata), sequenceCeiling, createdAt: at, updatedAt: at },
+      select: { id: true },
+    })
     return { ...session, createdAt: at.toISOString(), updatedAt: at.toISOString() }
   }
 
@@ -88,7 +85,6 @@ export class SessionStore {
     return rows.map(toSession)
   }
 
-  /** Deletes the session with its messages and queue entries; runs and events stay as records. */
   /** Deletes the session with its event log (its entries and messages go by cascade; runs stay). */
   async delete(tenantId: string, id: string): Promise<boolean> {
     const [, { count }] = await this.db.$transaction([

@@ -1,15 +1,12 @@
 import { type Database, openDatabase } from './database.js'
 import { EventStore } from './event-store.js'
-import { GroupCommit } from './group-commit.js'
 import { migrate, pendingMigrations } from './migrator.js'
 import { ProfileStore } from './profile-store.js'
 import { PromptStore } from './prompt-store.js'
 import { QueueStore } from './queue-store.js'
-import { RawWriter } from './raw-writer.js'
 import { RunLedger } from './run-ledger.js'
 import { RunStore } from './run-store.js'
 import { SessionStore } from './session-store.js'
-import { sqliteStatements } from './sqlite-statements.js'
 import { WebhookStore } from './webhook-store.js'
 
 /** The repositories over one database. It owns the connection: `close()` releases it. */
@@ -26,16 +23,12 @@ export class Store {
   constructor(private readonly database: Database) {
     this.prompts = new PromptStore(database.db)
     this.profiles = new ProfileStore(database.db)
-    const raw = database.connection
-      ? new RawWriter(sqliteStatements(database.connection), 'sqlite', true)
-      : new RawWriter(database.db, database.provider)
-    const writes = new GroupCommit(database.db, raw)
-    this.sessions = new SessionStore(database.db, writes)
-    this.entries = new QueueStore(database.db, writes)
-    this.runs = new RunStore(database.db, writes)
-    this.events = new EventStore(database.db, writes)
+    this.sessions = new SessionStore(database.db)
+    this.entries = new QueueStore(database.db)
+    this.runs = new RunStore(database.db)
+    this.events = new EventStore(database.db)
     this.webhooks = new WebhookStore(database.db)
-    this.ledger = new RunLedger(writes, this.events, this.webhooks)
+    this.ledger = new RunLedger(database.db, this.webhooks)
   }
 
   get provider() {

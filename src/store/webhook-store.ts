@@ -1,6 +1,7 @@
 import type { Prisma } from '@db/client'
 import type { DeliveryStatus, WebhookAttempt, WebhookDelivery } from '../domain/webhooks.js'
 import type { Db } from './database.js'
+import { jsonValue } from './json-columns.js'
 
 type Row = Prisma.WebhookDeliveryGetPayload<object>
 
@@ -15,15 +16,15 @@ function toRecord(row: Row): WebhookDelivery {
   }
 }
 
-export const DELIVERY_JSON_COLUMNS = new Set(['payload', 'attempts'])
-
-/** A delivery as the raw writer inserts it (with the run's end, in its transaction). */
+/** A delivery as a run's end inserts it, in its transaction. */
 export function deliveryRow(delivery: WebhookDelivery) {
   return {
     ...delivery,
+    payload: jsonValue(delivery.payload),
+    attempts: jsonValue(delivery.attempts),
     nextAttemptAt: delivery.nextAttemptAt === null ? null : new Date(delivery.nextAttemptAt),
     createdAt: new Date(delivery.createdAt),
-  }
+  } satisfies Prisma.WebhookDeliveryCreateInput
 }
 
 /** Webhook deliveries: created with a run's end (see RunLedger), then claimed and settled by the dispatcher. */
@@ -53,6 +54,16 @@ export class WebhookStore {
     return rows.map(toRecord)
   }
 
+  /** When the next attempt of any PENDING delivery falls due (or a claim on one lapses); null when none is pending. */
+  async nextAttemptAt(): Promise<Date | null> {
+    const row = await this.db.webhookDelivery.findFirst({
+      where: { status: 'PENDING', nextAttemptAt: { not: null } },
+      orderBy: { nextAttemptAt: 'asc' },
+      select: { nextAttemptAt: true },
+    })
+    return row?.nextAttemptAt ?? null
+  }
+
   /**
    * Takes a due delivery for one attempt by moving its next try to `until` (when the claim lapses
    * if its taker dies); false when another instance took it first.
@@ -71,7 +82,7 @@ export class WebhookStore {
       where: { id, status: 'PENDING' },
       data: {
         status: outcome.status,
-        attempts: outcome.attempts as unknown as Prisma.InputJsonValue,
+        attempts: jsonValue(outcome.attempts),
         nextAttemptAt: outcome.nextAttemptAt === null ? null : new Date(outcome.nextAttemptAt),
       },
     })

@@ -202,7 +202,7 @@ describe.each(providers)('records written by the store read back the same (%s)',
     expect(await store.events.forRun('t', 'run-1', 450, 10)).toEqual([token(451), finished, token(454)])
   })
 
-  it('lets writes submitted together share a transaction, each with its own outcome, a refused one failing alone', async () => {
+  it('gives writes submitted together each its own outcome, a refused one failing alone', async () => {
     const base = (await store.entries.find('t', 's', 'q-1'))!
     const entry = (id: string, queueSequence: number): QueueEntryRecord => ({
       ...base,
@@ -222,14 +222,14 @@ describe.each(providers)('records written by the store read back the same (%s)',
       sequence: 0,
       at: at(7),
     }
-    // no await in between: these go to the database together
+    // no await in between: submitted together
     const [kept, refused, events, lateEnd] = await Promise.allSettled([
       store.entries.insert(entry('q-kept', 10)),
       store.entries.insert(entry('q-refused', 11)), // the same idempotency key: refused by the unique index
       store.events.append([event(500), event(501)]),
       store.ledger.finish({ run: { ...run, status: 'FAILED' }, entry: null, messages: [], events: [event(502)], earlier: [] }),
     ])
-    // and without a refusal: one statement per table updates each row to its own values
+    // and without a refusal, each row gets its own values
     await Promise.all([
       store.entries.update({ ...entry('q-kept', 10), priority: 7 }),
       store.entries.update({ ...base, priority: 9 }),
@@ -247,14 +247,13 @@ describe.each(providers)('records written by the store read back the same (%s)',
     expect((await store.events.after('t', 's', 499, 10)).map((e) => e.sequence)).toEqual([500, 501])
   })
 
-  it('starts and ends runs submitted together in one shared transaction, every step of each written', async () => {
+  it('starts and ends runs submitted together, every step of each written', async () => {
     const base = (await store.entries.find('t', 's', 'q-1'))!
     const ids = ['a', 'b', 'c']
     const entries = ids.map((id, i) => ({ ...base, queueId: `q-${id}`, queueSequence: 20 + i, idempotencyKey: null }))
     await Promise.all(entries.map((e) => store.entries.insert(e)))
     const live = (id: string): RunRecord => ({ ...run, id: `run-${id}`, queueId: `q-${id}`, status: 'GENERATING', finishedAt: null })
-    // each start is an insert then an update, each end an update whose count decides the rest:
-    // submitted in one turn, they share transactions and take several rounds in them
+    // each start is an insert then an update, each end an update whose count decides the rest
     await Promise.all(ids.map((id, i) => store.ledger.start(live(id), { ...entries[i]!, status: 'STARTING', runId: `run-${id}` })))
     const ends = await Promise.all(
       ids.map((id, i) =>
