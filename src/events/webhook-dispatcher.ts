@@ -6,13 +6,16 @@ import type { WebhookStore } from '../store/webhook-store.js'
 export interface WebhookDispatcherOptions {
   /** Delays between attempts; once all are waited, the delivery is FAILED. */
   retryDelaysMs: readonly number[]
-  /** How often the store is asked for due deliveries: retries, and those another instance left. */
-  pollMs: number
+  /**
+   * The longest the dispatcher sleeps between looks at the store when nothing it knows of is due:
+   * what another instance created or claimed and then left (it died) is found within this.
+   */
+  idleLookMs: number
   /** One POST's bound. */
   attemptTimeoutMs: number
 }
 
-export const DEFAULT_WEBHOOK_TIMES = { pollMs: 1_000, attemptTimeoutMs: 15_000 }
+export const DEFAULT_WEBHOOK_TIMES = { idleLookMs: 30_000, attemptTimeoutMs: 15_000 }
 
 /** Due deliveries taken per poll. */
 const BATCH = 32
@@ -22,11 +25,15 @@ const MAX_ERROR = 200
 /**
  * Posts webhook deliveries: those a run's end just committed at once, then every due retry,
  * including those of an instance that died (their claims lapse). Each attempt is claimed in the
- * store first, so with several instances exactly one posts it. It owns its poll timer and its
- * in-flight requests; `close()` stops both and gives unfinished attempts back.
+ * store first, so with several instances exactly one posts it. Between looks it sleeps until the
+ * next attempt falls due (at most `idleLookMs`), so an idle server does not ask the store every
+ * second. It owns its timer and its in-flight requests; `close()` stops both and gives
+ * unfinished attempts back.
  */
 export class WebhookDispatcher {
   private timer: NodeJS.Timeout | null = null
+  /** When the armed timer fires (ms since the epoch). */
+  private wakeAt = Number.POSITIVE_INFINITY
   private polling: Promise<void> | null = null
   private again = false
   private readonly stopping = new AbortController()
@@ -44,8 +51,6 @@ export class WebhookDispatcher {
   }
 
   start(): void {
-    this.timer = setInterval(() => this.poll(), this.options.pollMs)
-    this.timer.unref()
     this.poll()
   }
 
@@ -70,16 +75,37 @@ export class WebhookDispatcher {
   private async pollOnce(): Promise<void> {
     const now = new Date()
     const due = await this.store.due(now, BATCH)
+    // a full batch leaves more due now; else sleep until the next one is
+    const next = due.length === BATCH ? now : await this.store.nextAttemptAt()
+    this.wakeBy(next === null ? now.getTime() + this.options.idleLookMs : next.getTime())
     for (const delivery of due) {
       if (this.stopping.signal.aborted) return
       // the claim outlives the attempt, so no other instance posts it meanwhile
-      const until = new Date(now.getTime() + this.options.attemptTimeoutMs + this.options.pollMs)
+      const until = new Date(now.getTime() + 2 * this.options.attemptTimeoutMs)
       if (!(await this.store.claim(delivery.id, now, until))) continue
       const attempt = this.attempt(delivery)
         .catch((error) => this.logger.error('webhook attempt not recorded', { deliveryId: delivery.id, error: (error as Error).message }))
         .finally(() => this.inFlight.delete(attempt))
       this.inFlight.add(attempt)
     }
+  }
+
+  /** Arms the timer to look again by `at` (never later than `idleLookMs` from now). */
+  private wakeBy(at: number): void {
+    if (this.stopping.signal.aborted) return
+    const when = Math.min(at, Date.now() + this.options.idleLookMs)
+    if (this.timer !== null && this.wakeAt <= when) return
+    if (this.timer !== null) clearTimeout(this.timer)
+    this.wakeAt = when
+    this.timer = setTimeout(
+      () => {
+        this.timer = null
+        this.wakeAt = Number.POSITIVE_INFINITY
+        this.poll()
+      },
+      Math.max(0, when - Date.now()),
+    )
+    this.timer.unref()
   }
 
   private async attempt(delivery: WebhookDelivery): Promise<void> {
@@ -106,6 +132,7 @@ export class WebhookDispatcher {
     const attempt: WebhookAttempt = { at: at.toISOString(), statusCode, error, durationMs: Date.now() - at.getTime() }
     const outcome = afterAttempt(delivery, attempt, this.options.retryDelaysMs)
     await this.store.settle(delivery.id, outcome)
+    if (outcome.nextAttemptAt !== null) this.wakeBy(Date.parse(outcome.nextAttemptAt))
     this.metrics.webhookAttempted(outcome.status === 'PENDING' ? 'retrying' : outcome.status === 'DELIVERED' ? 'delivered' : 'failed')
     // the URL's origin only: its path or query may carry the receiver's own token
     const where = { deliveryId: delivery.id, origin: new URL(delivery.url).origin, attempt: outcome.attempts.length, statusCode }
@@ -118,7 +145,7 @@ export class WebhookDispatcher {
   /** Stops polling and posting; attempts under way are cut off and their deliveries given back, due now. */
   async close(): Promise<void> {
     this.unsubscribe()
-    if (this.timer) clearInterval(this.timer)
+    if (this.timer) clearTimeout(this.timer)
     this.stopping.abort()
     await this.polling
     await Promise.all(this.inFlight)

@@ -55,7 +55,7 @@ describe.each(providers)('webhooks (%s)', (provider) => {
 
   it("posts each run's end once, signed, to the prompt's webhook or else its session's; a run without one posts nothing", async () => {
     receiver = await WebhookReceiver.start(secret)
-    server = await startTestServer({ provider, app: { webhooks: { secrets: localSecrets, pollMs: 100 } } })
+    server = await startTestServer({ provider, app: { webhooks: { secrets: localSecrets } } })
     const t = server
     const created = await t.request(CreateWebhookSessionDocument, {
       input: { id: 'hooked', defaultProfileId: 'fake-echo', webhookUrl: `${receiver.url}/session?token=abc` },
@@ -115,7 +115,7 @@ describe.each(providers)('webhooks (%s)', (provider) => {
   it('retries a failing receiver on the schedule: the third try lands, and the run shows the three attempts', async () => {
     receiver = await WebhookReceiver.start(secret)
     receiver.answers = [500, 503]
-    server = await startTestServer({ provider, app: { webhooks: { secrets: localSecrets, retryDelaysMs: [100, 100, 100], pollMs: 50 } } })
+    server = await startTestServer({ provider, app: { webhooks: { secrets: localSecrets, retryDelaysMs: [100, 100, 100] } } })
     await createSession(server, 's')
     const entry = await enqueue(server, { sessionId: 's', input: 'retry me', webhookUrl: `${receiver.url}/hook` })
     const ended = await waitForEntry(server, 's', entry.queueId, ['COMPLETED'])
@@ -140,7 +140,7 @@ describe.each(providers)('webhooks (%s)', (provider) => {
   it('gives up once the schedule is spent: FAILED, with every attempt and no next one', async () => {
     receiver = await WebhookReceiver.start(secret)
     receiver.answers = [500, 500, 500]
-    server = await startTestServer({ provider, app: { webhooks: { secrets: localSecrets, retryDelaysMs: [50], pollMs: 50 } } })
+    server = await startTestServer({ provider, app: { webhooks: { secrets: localSecrets, retryDelaysMs: [50] } } })
     await createSession(server, 's')
     const entry = await enqueue(server, { sessionId: 's', input: 'never lands', webhookUrl: `${receiver.url}/hook` })
     const ended = await waitForEntry(server, 's', entry.queueId, ['COMPLETED'])
