@@ -1,5 +1,6 @@
 // Derives prisma/sqlite/schema.prisma from prisma/schema.prisma: only the datasource provider
-// and the generator output change. `--check` fails when the committed copy is stale.
+// and the client generator's output change, and the Kysely types (the same for both) are
+// generated from the main schema alone. `--check` fails when the committed copy is stale.
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs'
 
 const source = readFileSync('prisma/schema.prisma', 'utf8')
@@ -9,6 +10,7 @@ for (const banned of [/@db\./, /extensions\s*=/, /schemas\s*=/]) {
 const derived =
   '// GENERATED from prisma/schema.prisma by scripts/derive-sqlite-schema.mjs — do not edit.\n' +
   source
+    .replace(/\n(\/\/[^\n]*\n)*generator kysely \{[^}]*\}\n/, '')
     .replace(/provider\s*=\s*"postgresql"/, 'provider = "sqlite"')
     .replace('output              = "../src/generated/pg"', 'output              = "../../src/generated/sqlite"')
 const target = 'prisma/sqlite/schema.prisma'

@@ -3,7 +3,7 @@ import type { SessionEvent } from '../domain/events.js'
 import type { MessageRecord, QueueEntryRecord, RunRecord } from '../domain/records.js'
 import { runFinishedDelivery } from '../domain/webhooks.js'
 import type { Db } from './database.js'
-import { eventRows } from './event-store.js'
+import type { EventStore } from './event-store.js'
 import { entryData } from './queue-store.js'
 import { liveRun, runData } from './run-store.js'
 import { deliveryRow, type WebhookStore } from './webhook-store.js'
@@ -37,6 +37,7 @@ export interface StaleGuard {
 export class RunLedger {
   constructor(
     private readonly db: Db,
+    private readonly events: EventStore,
     private readonly webhooks: WebhookStore,
   ) {}
 
@@ -68,15 +69,14 @@ export class RunLedger {
       // already ended (a reaper, or the owner, got there first): of this end, only the events
       // published before it are written (they are the stream's, whoever ends the run)
       if (count === 0) {
-        if (end.earlier.length > 0) await tx.runEvent.createMany({ data: eventRows(end.earlier) })
+        await this.events.append(end.earlier, tx)
         return false
       }
       if (end.entry) await tx.queueEntry.updateMany({ where: { id: end.entry.queueId }, data: entryData(end.entry) })
-      if (end.messages.length > 0)
-        await tx.message.createMany({
-          data: end.messages.map((m) => ({ ...m, tenantId: end.run.tenantId, createdAt: new Date(m.createdAt) })),
-        })
-      await tx.runEvent.createMany({ data: eventRows([...end.earlier, ...end.events]) })
+      // one typed insert a message: a turn has one or two, and a plan of Prisma's createMany is never cached
+      for (const m of end.messages)
+        await tx.message.create({ data: { ...m, tenantId: end.run.tenantId, createdAt: new Date(m.createdAt) }, select: { id: true } })
+      await this.events.append([...end.earlier, ...end.events], tx)
       if (delivery) await tx.webhookDelivery.create({ data: delivery, select: { id: true } })
       return true
     })

@@ -4,6 +4,7 @@ import { migrate, pendingMigrations } from './migrator.js'
 import { ProfileStore } from './profile-store.js'
 import { PromptStore } from './prompt-store.js'
 import { QueueStore } from './queue-store.js'
+import { RawStatements } from './raw-statements.js'
 import { RunLedger } from './run-ledger.js'
 import { RunStore } from './run-store.js'
 import { SessionStore } from './session-store.js'
@@ -26,9 +27,9 @@ export class Store {
     this.sessions = new SessionStore(database.db)
     this.entries = new QueueStore(database.db)
     this.runs = new RunStore(database.db)
-    this.events = new EventStore(database.db)
+    this.events = new EventStore(database.db, new RawStatements(database.provider))
     this.webhooks = new WebhookStore(database.db)
-    this.ledger = new RunLedger(database.db, this.webhooks)
+    this.ledger = new RunLedger(database.db, this.events, this.webhooks)
   }
 
   get provider() {

@@ -1,0 +1,46 @@
+import {
+  type Compilable,
+  DummyDriver,
+  Kysely,
+  PostgresAdapter,
+  PostgresIntrospector,
+  PostgresQueryCompiler,
+  SqliteAdapter,
+  SqliteIntrospector,
+  SqliteQueryCompiler,
+} from 'kysely'
+import type { DB } from '../generated/kysely/tables.js'
+import type { Db, Provider } from './database.js'
+
+/** Prisma's client or an open transaction of it. */
+export type RawExecutor = Pick<Db, '$executeRaw'>
+
+/**
+ * The store's raw statements, for the few writes Prisma's typed API makes too costly: Kysely,
+ * typed from the Prisma schema (prisma-kysely), only builds and compiles them; they run through
+ * Prisma's tagged-template raw path on its own client or transaction, every value bound.
+ */
+export class RawStatements {
+  /** Kysely as a query builder: it has no connection of its own. */
+  readonly query: Kysely<DB>
+
+  constructor(readonly provider: Provider) {
+    const postgres = provider === 'postgresql'
+    this.query = new Kysely<DB>({
+      dialect: {
+        createAdapter: () => (postgres ? new PostgresAdapter() : new SqliteAdapter()),
+        createDriver: () => new DummyDriver(),
+        createIntrospector: (db) => (postgres ? new PostgresIntrospector(db) : new SqliteIntrospector(db)),
+        createQueryCompiler: () => (postgres ? new PostgresQueryCompiler() : new SqliteQueryCompiler()),
+      },
+    })
+  }
+
+  /** Runs a built statement on `client`; resolves to the rows it changed. */
+  execute(client: RawExecutor, statement: Compilable): Promise<number> {
+    const { sql, parameters } = statement.compile()
+    // Kysely's placeholders, in order: the text between them is the template Prisma binds the values into
+    const strings = sql.split(this.provider === 'postgresql' ? /\$\d+/ : /\?/)
+    return client.$executeRaw(Object.assign(strings, { raw: strings }) as unknown as TemplateStringsArray, ...parameters)
+  }
+}
