@@ -152,10 +152,11 @@ export function maskError(error: unknown): GraphQLError {
   }
   // errors raised by GraphQL itself (syntax, variable coercion) are the client's to read
   if (graphqlError && (!graphqlError.originalError || graphqlError.originalError instanceof GraphQLError)) {
-    // a limit that refused the document keeps its own code
+    // a limit that refused the document (or yoga's, its body) keeps a code of its own
+    const limited = graphqlError.extensions.code === 'QUERY_TOO_COMPLEX' || graphqlError.extensions.code === 'REQUEST_ENTITY_TOO_LARGE'
     return masked(graphqlError, graphqlError.message, {
       ...graphqlError.extensions,
-      code: graphqlError.extensions.code === 'QUERY_TOO_COMPLEX' ? 'QUERY_TOO_COMPLEX' : ('INVALID_REQUEST' satisfies ErrorCode),
+      code: limited ? 'QUERY_TOO_COMPLEX' : ('INVALID_REQUEST' satisfies ErrorCode),
     })
   }
   return masked(graphqlError, 'Unexpected error.', { code: 'INTERNAL' satisfies ErrorCode })

@@ -1,10 +1,9 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http'
+import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
-import type { ExecutionArgs, GraphQLError } from 'graphql'
+import { type DocumentNode, type ExecutionArgs, GraphQLError } from 'graphql'
 import { useServer } from 'graphql-ws/use/ws'
 import { WebSocketServer } from 'ws'
 import type { Principal } from '../domain/access.js'
-import type { ErrorCode } from '../domain/errors.js'
 import { maskError } from '../schema/errors.js'
 import type { App } from './app.js'
 
@@ -30,29 +29,16 @@ type EnvelopedArgs = ExecutionArgs & {
  * Serves yoga over HTTP and graphql-ws on the same path. graphql-ws goes through
  * `yoga.getEnveloped`, so both transports share plugins, masking and the context factory.
  */
-/**
- * Yoga reads the body itself, so it is bounded by its declared length: over the limit is 413,
- * and a body without a length (chunked) is 411, before anything is read.
- */
-function refuseBody(request: IncomingMessage, response: ServerResponse, maxBytes: number): boolean {
-  const declared = request.headers['content-length']
-  const hasBody = request.headers['transfer-encoding'] !== undefined || (declared !== undefined && declared !== '0')
-  if (!hasBody) return false
-  const status = declared === undefined ? 411 : Number(declared) > maxBytes ? 413 : 0
-  if (status === 0) return false
-  response.writeHead(status, { 'content-type': 'application/json', connection: 'close' })
-  const message =
-    status === 411
-      ? 'send the request body with a content-length'
-      : `the request body is over the limit of ${maxBytes} bytes (PROMPTLINE_MAX_BODY_BYTES)`
-  response.end(JSON.stringify({ errors: [{ message, extensions: { code: 'QUERY_TOO_COMPLEX' satisfies ErrorCode } }] }))
-  return true
-}
-
 export async function startHttpServer(app: Pick<App, 'yoga' | 'keys' | 'limits'>, host: string, port: number): Promise<HttpServer> {
   const { yoga, keys, limits } = app
   const server: Server = createServer((request, response) => {
-    if (!refuseBody(request, response, limits.maxBodyBytes)) void yoga(request, response)
+    // a body refused before it was read whole (413) leaves its rest on the socket, where the next
+    // request of the connection would be parsed: the connection ends after the answer
+    const { socket } = request
+    response.once('finish', () => {
+      if (!request.complete) socket.end()
+    })
+    void yoga(request, response)
   })
   const wss = new WebSocketServer({ server, path: yoga.graphqlEndpoint, maxPayload: limits.maxBodyBytes })
   // a socket is authenticated once, on connection_init; its operations run as that principal
@@ -83,7 +69,14 @@ export async function startHttpServer(app: Pick<App, 'yoga' | 'keys' | 'limits'>
           params: payload,
           principal: principals.get(ctx.extra.socket),
         })
-        const document = parse(payload.query)
+        // a document that does not parse (or is empty) is the client's error: an `error` message, the socket stays open
+        let document: DocumentNode
+        try {
+          document = parse(payload.query)
+        } catch (error) {
+          if (error instanceof GraphQLError) return [maskError(error)]
+          throw error
+        }
         const errors = validate(schema, document)
         if (errors.length > 0) return errors
         const args: EnvelopedArgs = {

@@ -84,9 +84,8 @@ export function createPromptlineYoga(options: {
     graphiql: options.limits.publicSchema && GRAPHIQL_OPTIONS,
     renderGraphiQL: renderSelfHostedGraphiQL,
     landingPage: false,
-    // http.ts bounds every body by its declared length before yoga sees it; yoga's own bound
-    // would pipe each body through a TransformStream, 0.3 ms a request (measured)
-    maxRequestBodySize: false,
+    // a declared length over the cap is refused before reading; a chunked body as it crosses it
+    maxRequestBodySize: options.limits.maxBodyBytes,
     maskedErrors: { maskError },
     // yoga logs every error it masks, a client's mistakes included: at debug; useRequestLog logs
     // the unexpected ones at error, with their request id

@@ -5,6 +5,7 @@ import { sha256Hex } from '../../src/domain/hash.js'
 import { CreateSessionDocument, SessionEventsDocument, SessionsDocument } from '../generated/graphql.js'
 import { createSession, enqueue } from '../helpers/flow.js'
 import { startTestServer, type TestServer } from '../helpers/server.js'
+import { collect, wsClient } from '../helpers/ws-client.js'
 
 // One request must not be able to hold the server: each limit answers with its code, at once.
 describe('request limits', () => {
@@ -139,21 +140,54 @@ describe('request limits', () => {
     expect(codeOf(await response.json())).toBe('QUERY_TOO_COMPLEX')
   })
 
-  it('refuses a body without a declared length (chunked) with 411 before reading it', async () => {
-    const body = new ReadableStream({
-      start(controller) {
-        controller.enqueue(new TextEncoder().encode(JSON.stringify({ query: '{ backends { id } }' })))
-        controller.close()
-      },
-    })
-    const response = await fetch(`${t.http.url}/graphql`, {
+  const chunked = (text: string) =>
+    fetch(`${t.http.url}/graphql`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body,
+      body: new ReadableStream({
+        start(controller) {
+          // in pieces, with no declared length: sent chunked
+          for (let at = 0; at < text.length; at += 64 * 1024) controller.enqueue(new TextEncoder().encode(text.slice(at, at + 64 * 1024)))
+          controller.close()
+        },
+      }),
       duplex: 'half',
     } as RequestInit)
-    expect(response.status).toBe(411)
+
+  it('answers a chunked body (no declared length) under the limit', async () => {
+    const response = await chunked(JSON.stringify({ query: '{ backends { id } }', variables: { pad: 'x'.repeat(1024 * 1024) } }))
+    expect(response.status).toBe(200)
+    expect((await response.json()).data.backends.length).toBeGreaterThan(0)
+  })
+
+  it('refuses a chunked body with 413 once it crosses the limit', async () => {
+    const response = await chunked(JSON.stringify({ query: '{ backends { id } }', variables: { pad: 'x'.repeat(3 * 1024 * 1024) } }))
+    expect(response.status).toBe(413)
     expect(codeOf(await response.json())).toBe('QUERY_TOO_COMPLEX')
+  })
+
+  it('answers a subscription that does not parse, or is empty, with an error message and keeps the socket open', async () => {
+    const client = wsClient(t.http.url)
+    const closes: number[] = []
+    client.on('closed', (event) => closes.push((event as { code: number }).code))
+    try {
+      for (const source of ['subscription { sessionEvents(sessionId: "s"', '']) {
+        const errors = await new Promise<readonly { message: string; extensions?: { code?: string } }[]>((resolve, reject) =>
+          client.subscribe(
+            { query: source },
+            { next: () => {}, error: (e) => resolve(e as never), complete: () => reject(new Error('completed')) },
+          ),
+        )
+        expect(errors[0]!.extensions?.code).toBe('INVALID_REQUEST')
+        expect(errors[0]!.message).toMatch(/Syntax Error/)
+      }
+      // the same socket still serves
+      const [result] = await collect(client, parse('{ backends { id } }') as never)
+      expect((result!.data as { backends: unknown[] }).backends.length).toBeGreaterThan(0)
+      expect(closes).toEqual([])
+    } finally {
+      await client.dispose()
+    }
   })
 
   it('closes a WebSocket that sends a message over the limit', async () => {
