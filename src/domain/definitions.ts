@@ -1,7 +1,7 @@
 import { z } from 'zod'
 import { Secret } from './credentials.js'
 import { InvalidRequestError } from './errors.js'
-import { boundedJsonObject } from './json-bounds.js'
+import { boundedJsonObject, jsonOutOfBounds } from './json-bounds.js'
 import { compileOutputSchema } from './output-schema.js'
 import { compileTemplate } from './template.js'
 
@@ -125,6 +125,8 @@ const outputContractSchema = z
       return
     }
     if (output.schema == null) return ctx.addIssue({ code: 'custom', path: ['schema'], message: 'is required with kind JSON_SCHEMA' })
+    // a schema out of bounds has its issue already, and is never compiled (a deep one would overflow the stack)
+    if (jsonOutOfBounds(output.schema) !== null) return
     const problem = compileOutputSchema(output.schema).error
     if (problem) ctx.addIssue({ code: 'custom', path: ['schema'], message: `is not a valid JSON Schema: ${problem}` })
   })

@@ -1,3 +1,4 @@
+import { print } from 'graphql'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import {
   BackendsDocument,
@@ -117,6 +118,28 @@ describe.each(providers)('catalog and preparation over GraphQL (%s)', (provider)
     const again = await t.execute(UpsertPromptDocument, { input })
     expect(again.data!.upsertPrompt).toMatchObject({ prompt: { version: 3 } })
     await t.execute(DeletePromptDocument, { id: 'greet' })
+  })
+
+  // the variables' JSON is written as text: a value 10 000 deep is past what JSON.stringify can walk
+  const deepSchema = `${'{"not":'.repeat(10_000)}{}${'}'.repeat(10_000)}`
+  const wideSchema = JSON.stringify({
+    type: 'object',
+    properties: Object.fromEntries(Array.from({ length: 100_000 }, (_, i) => [`p${i}`, {}])),
+  })
+  it.each([
+    ['10 000 deep', deepSchema],
+    ['100 000 wide', wideSchema],
+  ])('refuses an output schema %s with InvalidRequestError naming the field, and saves nothing', async (_shape, schema) => {
+    const input = `{"id":"bounded","messages":[{"role":"USER","content":"x"}],"output":{"kind":"JSON_SCHEMA","schema":${schema}}}`
+    const response = await t.app.yoga.fetch('http://promptline.test/graphql', {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: `{"query":${JSON.stringify(print(UpsertPromptDocument))},"variables":{"input":${input}}}`,
+    })
+    const answer = await response.json()
+    expect(answer.errors).toBeUndefined()
+    expect(answer.data.upsertPrompt).toMatchObject({ __typename: 'InvalidRequestError', field: 'input.output.schema' })
+    expect((await t.execute(PromptDocument, { id: 'bounded' })).data!.prompt).toBeNull()
   })
 
   it('shadows a catalog prompt with a tenant one and reveals it again on delete', async () => {
