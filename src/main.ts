@@ -46,7 +46,13 @@ async function main(): Promise<void> {
   })
   const http = await startHttpServer(app, config.host, config.port)
   logger.info('promptline listening', { url: `${http.url}/graphql`, database: app.store.provider, redis: config.redisUrl !== null })
-  process.stdout.write(`promptline: GraphiQL at ${http.url}/graphql\n`)
+  // the one line shown whatever the level, for whoever started it; a JSON line where lines are JSON
+  const ready = `GraphiQL at ${http.url}/graphql`
+  process.stdout.write(
+    config.logFormat === 'json'
+      ? `${JSON.stringify({ time: new Date().toISOString(), level: 'info', message: ready })}\n`
+      : `promptline: ${ready}\n`,
+  )
 
   let stopping = false
   const shutdown = (signal: string) => {

@@ -52,3 +52,28 @@ describe.each(providers)('SIGTERM (%s)', (provider) => {
     await waitForEntry(server, 'drain', queued, ['COMPLETED'])
   }, 60_000)
 })
+
+describe('LOG_FORMAT=json', () => {
+  let database: TestDatabase | undefined
+  let child: ChildProcess | undefined
+  afterEach(() => releaseAll(child, undefined, database))
+
+  it('makes every line the server prints, on stdout and stderr, from start to exit, a JSON object', async () => {
+    database = await createTestDatabase('sqlite')
+    const started = await startServerProcess(database.url, { LOG_FORMAT: 'json', LOG_LEVEL: 'debug' })
+    child = started.child
+    await post(started.url, CreateSessionDocument, { input: { id: 'logged', defaultProfileId: 'fake-echo' } })
+    await post(started.url, EnqueuePromptDocument, { input: { sessionId: 'logged', input: 'hello' } })
+    const exited = new Promise<number | null>((resolve) => child!.once('exit', resolve))
+    child.kill('SIGTERM')
+    expect(await exited).toBe(0)
+    child = undefined
+    const lines = started
+      .output()
+      .split('\n')
+      .filter((line) => line !== '')
+    expect(lines.length).toBeGreaterThan(3)
+    for (const line of lines) expect(JSON.parse(line)).toMatchObject({ level: expect.any(String), message: expect.any(String) })
+    expect(lines.some((line) => line.includes('GraphiQL at'))).toBe(true)
+  }, 60_000)
+})
