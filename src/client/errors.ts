@@ -1,7 +1,7 @@
 import type { ErrorCode } from './generated/graphql.js'
 
 /** Codes that say "try again later": the stream resumes after them, a mutation is retried. */
-const TRANSIENT: ReadonlySet<string> = new Set<ErrorCode>(['INTERNAL', 'RATE_LIMITED', 'CAPACITY'])
+const TRANSIENT: ReadonlySet<string> = new Set<ErrorCode>(['INTERNAL', 'RATE_LIMITED', 'CAPACITY', 'SUBSCRIBER_TOO_SLOW'])
 
 /**
  * What promptline answered instead of a result: a mutation's typed error (its `__typename`, such

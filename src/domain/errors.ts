@@ -21,6 +21,7 @@ export const ERROR_CODES = [
   'CANCELLED',
   'QUERY_TOO_COMPLEX',
   'RATE_LIMITED',
+  'SUBSCRIBER_TOO_SLOW',
   'UNAUTHENTICATED',
   'FORBIDDEN',
   'INTERNAL',
@@ -148,5 +149,13 @@ export class BudgetExceededError extends PromptlineError {
     readonly resetsAt: string,
   ) {
     super(message)
+  }
+}
+
+/** A subscriber fell so far behind its stream that it was cut off; it subscribes again after `lastSequence`. */
+export class SubscriberTooSlowError extends PromptlineError {
+  readonly code = 'SUBSCRIBER_TOO_SLOW'
+  constructor(readonly lastSequence: number) {
+    super(`the subscriber fell too far behind; subscribe again with afterSequence: ${lastSequence}`)
   }
 }

@@ -1,4 +1,5 @@
 import { FixedBuffer, Repeater } from '@repeaterjs/repeater'
+import { SubscriberTooSlowError } from '../domain/errors.js'
 import type { SessionEvent, SessionEventData } from '../domain/events.js'
 import type { Logger } from '../domain/logger.js'
 import { type Metrics, NO_METRICS } from '../domain/metrics.js'
@@ -52,11 +53,6 @@ export const DEFAULT_EVENT_BUS_OPTIONS: EventBusOptions = {
 
 function newStream(next: number, ceiling: number, stored: boolean): Stream {
   return { next, ceiling, raising: false, unwritten: [], held: null, committing: null, stored, delivered: next - 1 }
-}
-
-/** A subscriber fell too far behind; it may resubscribe with the last sequence it saw. */
-export class SubscriberTooSlowError extends Error {
-  override name = 'SubscriberTooSlowError'
 }
 
 /**
@@ -293,7 +289,13 @@ export class SessionEventBus {
       const deliver = (event: SessionEvent) => {
         if (event.sequence <= last) return
         last = event.sequence
-        push(event).catch(() => stop(new SubscriberTooSlowError('subscriber fell too far behind; resubscribe with afterSequence')))
+        try {
+          void push(event)
+        } catch {
+          // its buffer and the pushes waiting behind it are full: what it holds is still
+          // delivered, then the error says where to resume
+          stop(new SubscriberTooSlowError(event.sequence - 1))
+        }
         if (until?.(event)) stop()
       }
       const unlisten = this.listen(runId ? runTopic(runId) : sessionTopic(tenantId, sessionId), (event) => {

@@ -14,6 +14,7 @@ import {
   RenderError,
   SessionBusyError,
   SteerRejectedError,
+  SubscriberTooSlowError,
 } from '../domain/errors.js'
 import { RATE_LIMIT_WINDOW_MS } from '../domain/limits.js'
 import { builder } from './builder.js'
@@ -34,6 +35,8 @@ export const ErrorCodeEnum = builder.enumType('ErrorCode', {
     SESSION_BUSY: 'The session is busy and whenBusy was REJECT.',
     BUDGET_EXCEEDED: 'The tenant has used a budget (runs, tokens or cost) for the current window; nothing was queued.',
     RATE_LIMITED: 'The key sent more mutations than its rate allows; extensions.retryAfterMs says within how long it may try again.',
+    SUBSCRIBER_TOO_SLOW:
+      'A subscription fell too far behind its stream and was ended; subscribe again with afterSequence set to extensions.lastSequence.',
     QUERY_TOO_COMPLEX:
       'The document is too deep, too long, too costly, or has too many aliases or directives; the message names the limit.',
     STEER_REJECTED: 'The steer was a duplicate or the entry was not running.',
@@ -144,6 +147,7 @@ export function maskError(error: unknown): GraphQLError {
     return masked(graphqlError, original.message, {
       code: original.code satisfies ErrorCode,
       ...(original.code === 'UNAUTHENTICATED' && { http: { status: 401 } }),
+      ...(original instanceof SubscriberTooSlowError && { lastSequence: original.lastSequence }),
     })
   }
   // a limit of server/limits.ts refuses an operation with HTTP 429 and no code of its own
