@@ -76,7 +76,7 @@ const configSchema = z.object({
   PROMPTLINE_STALE_MS: count(DEFAULT_DURABILITY_TIMES.staleMs, 10),
   PROMPTLINE_INFLIGHT_GRACE_MS: count(DEFAULT_DURABILITY_TIMES.inFlightGraceMs, 0),
   PROMPTLINE_NO_PROGRESS_MS: count(DEFAULT_DURABILITY_TIMES.noProgressMs, 10),
-  PROMPTLINE_REAP_INTERVAL_MS: count(DEFAULT_DURABILITY_TIMES.reapIntervalMs, 10),
+  PROMPTLINE_REAP_INTERVAL_MS: z.coerce.number().int().min(10).optional(),
   PROMPTLINE_WEBHOOK_SECRET: parsedWith(checkSecret).optional(),
   PROMPTLINE_WEBHOOK_SECRETS: parsedWith(parseWebhookSecrets).optional(),
   PROMPTLINE_WEBHOOK_RETRY_MS: parsedWith(parseRetryDelays).optional(),
@@ -106,7 +106,7 @@ export interface Config {
   budgets: Budget[]
   coalescer: CoalescerOptions
   shutdownGraceMs: number
-  durability: DurabilityTimes
+  durability: Partial<DurabilityTimes>
   webhooks: {
     /** Signing secrets by tenant (`whsec_…`); a tenant without one may not name a webhook. */
     secrets: Map<string, string>
@@ -193,7 +193,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       staleMs: c.PROMPTLINE_STALE_MS,
       inFlightGraceMs: c.PROMPTLINE_INFLIGHT_GRACE_MS,
       noProgressMs: c.PROMPTLINE_NO_PROGRESS_MS,
-      reapIntervalMs: c.PROMPTLINE_REAP_INTERVAL_MS,
+      ...(c.PROMPTLINE_REAP_INTERVAL_MS !== undefined && { reapIntervalMs: c.PROMPTLINE_REAP_INTERVAL_MS }),
     },
     webhooks: {
       secrets: new Map([

@@ -69,7 +69,7 @@ export interface DurabilityTimes {
   inFlightGraceMs: number
   /** A run that heartbeats but makes no progress (token, steer, repair) this long is stopped (NO_PROGRESS). */
   noProgressMs: number
-  /** How often every instance looks for stale runs (it also looks at start). */
+  /** How often every instance looks for stale runs (it also looks at start); half of `staleMs` unless set. */
   reapIntervalMs: number
 }
 
@@ -78,5 +78,11 @@ export const DEFAULT_DURABILITY_TIMES: DurabilityTimes = {
   staleMs: 30_000,
   inFlightGraceMs: 30_000,
   noProgressMs: 300_000,
-  reapIntervalMs: 5_000,
+  reapIntervalMs: 15_000,
+}
+
+/** The times `partial` sets, the rest the defaults'; the reaper looks twice per stale bound unless told otherwise. */
+export function durabilityTimes(partial: Partial<DurabilityTimes> = {}): DurabilityTimes {
+  const staleMs = partial.staleMs ?? DEFAULT_DURABILITY_TIMES.staleMs
+  return { ...DEFAULT_DURABILITY_TIMES, reapIntervalMs: Math.max(10, Math.round(staleMs / 2)), ...partial }
 }

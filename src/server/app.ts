@@ -7,10 +7,10 @@ import type { Backend } from '../domain/catalog.js'
 import type { SecretLookup } from '../domain/credentials.js'
 import type { BackendKind } from '../domain/definitions.js'
 import {
-  DEFAULT_DURABILITY_TIMES,
   DEFAULT_QUEUE_LIMITS,
   DEFAULT_REQUEST_LIMITS,
   type DurabilityTimes,
+  durabilityTimes,
   type QueueLimits,
   type RequestLimits,
 } from '../domain/limits.js'
@@ -114,7 +114,7 @@ export async function createApp(options: AppOptions, secrets: SecretLookup, logg
     }
     const clientFor = (backend: Backend): ModelClient => clients[backend.kind]
     const capacity = new CapacityPools(logger)
-    const times = { ...DEFAULT_DURABILITY_TIMES, ...options.durability }
+    const times = durabilityTimes(options.durability)
     // a lease lapses as a dead owner's runs go stale, so both move on together
     const ownership = link
       ? new SessionLeases(store.sessions, link.instanceId, times.staleMs, times.heartbeatMs, (t, s) => void queue.lose(t, s), logger)
