@@ -63,6 +63,8 @@ export class SessionLeases implements SessionOwnership {
   }
 
   private async renew(): Promise<void> {
+    // holding nothing, there is nothing to renew or to learn it lost: an idle instance asks nothing
+    if (this.held.size === 0) return
     const asked = Date.now()
     try {
       const still = new Set((await this.sessions.renewLeases(this.instanceId, this.ttlMs)).map((s) => key(s.tenantId, s.id)))
