@@ -1,7 +1,8 @@
 // npm run bench [-- --profile]: promptline built and run in a process of its own on a fresh
 // SQLite file, the openai backend (real SDK) against a local fake OpenAI server, in both client
 // shapes (bench/shapes.ts) beside the floor, at 0 and 5 ms per token and 1, 10 and 50 clients.
-// Prints the table (and a Markdown copy for the README) and writes bench/results.json.
+// Prints the table (and a Markdown copy for the README), then the server's CPU over a minute with
+// no traffic after the first delay's load, and writes bench/results.json.
 // --profile writes a CPU profile of the server to bench/profiles/. BENCH_DELAYS, BENCH_CLIENTS
 // and BENCH_SHAPES (comma lists) narrow the matrix; BENCH_NODE_FLAGS passes flags to the server's
 // node. No test asserts on these figures.
@@ -19,6 +20,8 @@ const DELAYS = list('BENCH_DELAYS', '0,5').map(Number)
 const CLIENTS = list('BENCH_CLIENTS', '1,10,50').map(Number)
 const SHAPES = list('BENCH_SHAPES', 'long-lived,new-session') as Shape[]
 const profile = process.argv.includes('--profile')
+const IDLE_WINDOW_MS = 60_000
+let idleCpuPercent: number | null = null
 
 const prompt = (tokens: number) => Array.from({ length: tokens }, (_, i) => `t${i}`).join(' ')
 const workload = (clients: number, delayMs: number, tokens = TOKENS_PER_RUN): Workload => ({
@@ -97,6 +100,7 @@ async function atDelay(delayMs: number) {
         })
       }
     }
+    if (delayMs === DELAYS[0]) idleCpuPercent = await idleCpu(server)
     if (delayMs === 0)
       for (const tokens of [20, 2000]) {
         const ours = await measured(server, 'long-lived', { ...workload(1, 0, tokens), runsPerClient: 20 }, `tokens-${tokens}`)
@@ -114,6 +118,13 @@ async function atDelay(delayMs: number) {
     rmSync(catalog, { recursive: true, force: true })
   }
   return { rows, tokenCounts }
+}
+
+/** The server's CPU over a minute with no traffic, after the load (sessions loaded, runs ended), in % of a core. */
+async function idleCpu(server: PromptlineProcess): Promise<number> {
+  const before = server.cpuMs()
+  await new Promise((resolve) => setTimeout(resolve, IDLE_WINDOW_MS))
+  return round(((server.cpuMs() - before) / IDLE_WINDOW_MS) * 100)
 }
 
 function markdown(rows: Record<string, unknown>[]): string {
@@ -142,9 +153,13 @@ async function main() {
     console.log('\nSQL statements (and writes among them) per run by token count (long-lived shape, 1 client)\n')
     console.table(tokenCounts)
   }
+  console.log(`\nidle server: ${idleCpuPercent}% of a core over ${IDLE_WINDOW_MS / 1000} s with no traffic, after the load`)
   console.log(`\n${markdown(rows)}\n`)
   const file = path.join(ROOT, 'bench/results.json')
-  writeFileSync(file, `${JSON.stringify({ at: new Date().toISOString(), node: process.version, rows, tokenCounts }, null, 2)}\n`)
+  writeFileSync(
+    file,
+    `${JSON.stringify({ at: new Date().toISOString(), node: process.version, rows, tokenCounts, idleCpuPercent }, null, 2)}\n`,
+  )
   console.log(`written to ${path.relative(process.cwd(), file)}`)
   if (profile) console.log(`server CPU profile in ${path.relative(process.cwd(), PROFILE_DIR)}/ (open it in Chrome DevTools)`)
 }
