@@ -14,16 +14,21 @@ type Listener = (event: SessionEvent) => void
 /** Typed topics: every event goes to its session's topic, and to its run's when it has one. */
 export const sessionTopic = (tenantId: string, sessionId: string) => `session:${tenantId}/${sessionId}`
 export const runTopic = (runId: string) => `run:${runId}`
+/** An event numbered but not yet delivered, because it, or one before it, waits for its write. */
+interface Outgoing {
+  event: SessionEvent
+  /** writing: delivered once stored; stored: delivered next; refused: never delivered; live: delivered at its turn, written after. */
+  state: 'writing' | 'stored' | 'refused' | 'live'
+}
+
 interface Stream {
   next: number
   ceiling: number
   raising: boolean
-  /** Published but not yet written, in sequence order. */
+  /** Delivered but not yet written, in sequence order. */
   unwritten: SessionEvent[]
-  /** While a commit is writing: the events published meanwhile, delivered after it. */
-  held: SessionEvent[] | null
-  /** The commit in progress, if any. */
-  committing: Promise<void> | null
+  /** Numbered and not yet delivered, in sequence order: empty unless a lifecycle event's write is under way. */
+  outbox: Outgoing[]
   /** Whether any of its events may be in the store; false for a session created here until one is written. */
   stored: boolean
   /** The sequence of the last event delivered to subscribers (numbered but held ones are not yet). */
@@ -52,12 +57,16 @@ export const DEFAULT_EVENT_BUS_OPTIONS: EventBusOptions = {
 }
 
 function newStream(next: number, ceiling: number, stored: boolean): Stream {
-  return { next, ceiling, raising: false, unwritten: [], held: null, committing: null, stored, delivered: next - 1 }
+  return { next, ceiling, raising: false, unwritten: [], outbox: [], stored, delivered: next - 1 }
 }
 
 /**
- * The event bus of session streams. `publish` is synchronous and never touches the database:
- * it numbers the event, hands it to live subscribers, and queues it for the batched writer.
+ * The event bus of session streams. `publish` is synchronous: it numbers the event and, for a
+ * token delta, hands it to live subscribers at once and queues it for the batched writer. Any
+ * other event (a lifecycle event: queue entries, run starts, steers) goes live only once it is
+ * written, so what a subscriber was told is what the log holds; the writer writes it at the next
+ * turn of the event loop, with whatever else waits, and what the session publishes meanwhile is
+ * delivered after it, in sequence order.
  * `subscribe` replays what was persisted (and what is still waiting to be written) after a
  * sequence, then continues live, with no gap and no duplicate.
  */
@@ -81,16 +90,24 @@ export class SessionEventBus {
       events,
       logger,
       options,
-      (event) => {
-        const stream = this.streams.get(sessionTopic(event.tenantId, event.sessionId))
-        if (!stream) return
-        stream.stored = true
-        // first in line unless an earlier end's write failed and its events wait for a retry
-        const at = stream.unwritten.indexOf(event)
-        if (at !== -1) stream.unwritten.splice(at, 1)
-      },
+      { written: (event) => this.stored([event], 'stored'), refused: (refused) => this.stored(refused, 'refused') },
       metrics,
     )
+  }
+
+  /** The writer's word on events: delivered ones leave the unwritten tail, waiting ones may go. */
+  private stored(events: readonly SessionEvent[], outcome: 'stored' | 'refused'): void {
+    const stream = this.streams.get(sessionTopic(events[0]!.tenantId, events[0]!.sessionId))
+    if (!stream) return
+    if (outcome === 'stored') stream.stored = true
+    const waiting: SessionEvent[] = []
+    for (const event of events) {
+      // first in line unless an earlier end's write failed and its events wait for a retry
+      const at = stream.unwritten.indexOf(event)
+      if (at !== -1) stream.unwritten.splice(at, 1)
+      else waiting.push(event)
+    }
+    if (waiting.length > 0) this.settle(stream, waiting, outcome)
   }
 
   /**
@@ -128,7 +145,7 @@ export class SessionEventBus {
   /** Whether nothing of the session's stream is waiting to be written, committed or reserved. */
   quiet(tenantId: string, sessionId: string): boolean {
     const stream = this.streams.get(sessionTopic(tenantId, sessionId))
-    return !stream || (stream.unwritten.length === 0 && stream.committing === null && !stream.raising && stream.held === null)
+    return !stream || (stream.unwritten.length === 0 && stream.outbox.length === 0 && !stream.raising)
   }
 
   /**
@@ -149,7 +166,10 @@ export class SessionEventBus {
   publish(tenantId: string, sessionId: string, runId: string | null, data: SessionEventData): SessionEvent {
     const stream = this.stream(tenantId, sessionId)
     const event = this.number(stream, tenantId, sessionId, runId, data)
-    if (stream.held) stream.held.push(event)
+    if (data.type !== 'TOKEN_DELTA') {
+      stream.outbox.push({ event, state: 'writing' })
+      this.writer.enqueue(event, true)
+    } else if (stream.outbox.length > 0) stream.outbox.push({ event, state: 'live' })
     else this.release(stream, event)
     return event
   }
@@ -170,26 +190,26 @@ export class SessionEventBus {
     write: (events: SessionEvent[], earlier: SessionEvent[]) => Promise<boolean>,
   ): Promise<boolean> {
     const stream = this.stream(tenantId, sessionId)
-    while (stream.committing !== null) await stream.committing
     const events = data.map((d) => this.number(stream, tenantId, sessionId, runId, d))
-    stream.held = []
+    for (const event of events) stream.outbox.push({ event, state: 'writing' })
     let written = false
-    let done!: () => void
-    stream.committing = new Promise((resolve) => {
-      done = resolve
-    })
     try {
       written = await this.writer.writeWith((earlier) => write(events, earlier))
       if (written) stream.stored = true
       return written
     } finally {
-      const key = sessionTopic(tenantId, sessionId)
-      if (written) for (const event of events) this.deliver(stream, key, event)
-      const held = stream.held
-      stream.held = null
-      for (const event of held) this.release(stream, event)
-      stream.committing = null
-      done()
+      this.settle(stream, events, written ? 'stored' : 'refused')
+    }
+  }
+
+  /** Marks events of the outbox written (or refused), then delivers from its head what may go. */
+  private settle(stream: Stream, events: readonly SessionEvent[], state: 'stored' | 'refused'): void {
+    if (stream.outbox.length === 0) return
+    for (const outgoing of stream.outbox) if (events.includes(outgoing.event)) outgoing.state = state
+    while (stream.outbox.length > 0 && stream.outbox[0]!.state !== 'writing') {
+      const { event, state: settled } = stream.outbox.shift()!
+      if (settled === 'stored') this.deliver(stream, sessionTopic(event.tenantId, event.sessionId), event)
+      else if (settled === 'live') this.release(stream, event)
     }
   }
 

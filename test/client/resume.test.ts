@@ -79,4 +79,46 @@ describe.each(providers)('promptline/client across a server crash (%s)', (provid
       ...Array(PROMPTS - 1).fill('COMPLETED'),
     ])
   })
+
+  it('keeps every lifecycle event a subscriber was given through kill -9 the moment it arrived', async () => {
+    database = await createTestDatabase(provider)
+    let server = await startServerProcess(database.url)
+    child = server.child
+    const port = new URL(server.url).port
+    const url = `http://127.0.0.1:${port}/graphql`
+    client = createPromptlineClient({ url, retry: { initialDelayMs: 20, maxDelayMs: 200 } })
+    await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ query: 'mutation { createSession(input: { id: "told", defaultProfileId: "fake-echo" }) { __typename } }' }),
+    })
+    // the server dies as each of the first lifecycle events reaches the subscriber, before anything else can happen
+    const told: SessionEvent[] = []
+    let kills = 0
+    const streamed = (async () => {
+      for await (const event of client!.streamSession('told', { afterSequence: 0 })) {
+        if (event.__typename === 'TokenDeltaEvent') continue
+        told.push(event)
+        if (event.__typename === 'RunFinishedEvent') return
+        if (kills++ < 3) {
+          await killHard(child!)
+          server = await startServerProcess(database!.url, { PORT: port })
+          child = server.child
+        }
+      }
+    })()
+    // slow enough that the run has not ended (and written everything with its end) when a kill comes
+    await client.enqueue({ sessionId: 'told', input: words(5), overrides: { extra: { tokenDelayMs: 300 } } })
+    await streamed
+    expect(kills).toBeGreaterThanOrEqual(2)
+
+    const reader = createPromptlineClient({ url })
+    const log = new Map<number, SessionEvent>()
+    for await (const event of reader.streamSession('told', { afterSequence: 0 })) {
+      log.set(event.sequence, event)
+      if (event.sequence === told.at(-1)!.sequence) break
+    }
+    await reader.close()
+    for (const event of told) expect(log.get(event.sequence)).toEqual(event)
+  })
 })
