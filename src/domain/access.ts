@@ -2,7 +2,7 @@ import { ID_PATTERN } from './definitions.js'
 import { sha256Hex } from './hash.js'
 
 /** What an API key may do: read everything of its tenant, also run prompts, or also change the catalog. */
-export const ACCESS_ROLES = ['read', 'write', 'admin'] as const
+const ACCESS_ROLES = ['read', 'write', 'admin'] as const
 export type AccessRole = (typeof ACCESS_ROLES)[number]
 
 /** Who is calling: a tenant and the role its key has. */

@@ -1,7 +1,7 @@
 import { ID_PATTERN } from './definitions.js'
 
 /** What a budget counts: admitted prompts, tokens in and out of finished runs, or their cost in USD. */
-export const BUDGET_METRICS = ['runs', 'tokens', 'cost'] as const
+const BUDGET_METRICS = ['runs', 'tokens', 'cost'] as const
 export type BudgetMetric = (typeof BUDGET_METRICS)[number]
 
 /** A tenant may spend at most `limit` of `metric` per fixed window of `windowMs`. */

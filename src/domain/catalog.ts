@@ -5,7 +5,7 @@ import { hashValue } from './hash.js'
 export const CATALOG_TENANT = '@catalog'
 
 /** Where a definition comes from: the catalog files, or a tenant through the API. */
-export type DefinitionSource = 'CATALOG' | 'API'
+type DefinitionSource = 'CATALOG' | 'API'
 
 export interface Prompt {
   id: string

@@ -10,7 +10,7 @@ export const ID_PATTERN = /^[A-Za-z0-9_.-]{1,128}$/
 export const idSchema = z.string().regex(ID_PATTERN, 'must be 1-128 characters of A-Z a-z 0-9 _ . -')
 export const envNameSchema = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/, 'must be an environment variable name')
 
-export const REASONING_EFFORTS = ['none', 'minimal', 'low', 'medium', 'high', 'xhigh'] as const
+const REASONING_EFFORTS = ['none', 'minimal', 'low', 'medium', 'high', 'xhigh'] as const
 
 /** Enum values in files are case-insensitive; the canonical form is `canonical(value)`. */
 function looseEnum<const T extends readonly [string, ...string[]]>(values: T, canonical: (v: string) => string) {
@@ -37,7 +37,7 @@ export const settingsLayerSchema = z.strictObject({
 })
 export type SettingsLayer = z.infer<typeof settingsLayerSchema>
 
-export const BACKEND_KINDS = ['OPENAI', 'ANTHROPIC', 'FAKE'] as const
+const BACKEND_KINDS = ['OPENAI', 'ANTHROPIC', 'FAKE'] as const
 export type BackendKind = (typeof BACKEND_KINDS)[number]
 
 const count = (min: number, max: number) => z.number().int().min(min).max(max)
@@ -98,9 +98,9 @@ export const profileSchema = z.strictObject({
 })
 export type ProfileDefinition = z.infer<typeof profileSchema>
 
-export const ROLES = ['system', 'user', 'assistant'] as const
+const ROLES = ['system', 'user', 'assistant'] as const
 export type Role = (typeof ROLES)[number]
-export const OUTPUT_KINDS = ['TEXT', 'JSON', 'JSON_SCHEMA'] as const
+const OUTPUT_KINDS = ['TEXT', 'JSON', 'JSON_SCHEMA'] as const
 export type OutputKind = (typeof OUTPUT_KINDS)[number]
 
 const messageTemplateSchema = z.strictObject({
@@ -132,8 +132,8 @@ const outputContractSchema = z
   })
 export type OutputContract = { kind: OutputKind; schema: Record<string, unknown> | null }
 
-export const PARALLEL_SELECTS = ['FIRST_VALID', 'BEST_OF'] as const
-export type ParallelSelect = (typeof PARALLEL_SELECTS)[number]
+const PARALLEL_SELECTS = ['FIRST_VALID', 'BEST_OF'] as const
+type ParallelSelect = (typeof PARALLEL_SELECTS)[number]
 
 const parallelSchema = z
   .strictObject({

@@ -1,6 +1,6 @@
 import type { MessageRecord, QueueEntryRecord, RunRecord } from './records.js'
 
-export const QUEUE_ENTRY_EVENT_KINDS = ['QUEUED', 'STARTED', 'RUNNING', 'FINISHED'] as const
+const QUEUE_ENTRY_EVENT_KINDS = ['QUEUED', 'STARTED', 'RUNNING', 'FINISHED'] as const
 export type QueueEntryEventKind = (typeof QUEUE_ENTRY_EVENT_KINDS)[number]
 
 /** What happened, without its place in the stream. Snapshots are taken when it happened. */

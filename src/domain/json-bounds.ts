@@ -6,7 +6,7 @@ export interface JsonBounds {
   maxBytes: number
 }
 
-export const DEFAULT_JSON_BOUNDS: JsonBounds = { maxDepth: 32, maxBytes: 256 * 1024 }
+const DEFAULT_JSON_BOUNDS: JsonBounds = { maxDepth: 32, maxBytes: 256 * 1024 }
 
 /**
  * Why a JSON value is out of bounds, or null. Walks with its own stack (no recursion, so no

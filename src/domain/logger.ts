@@ -8,7 +8,7 @@ export const LOG_FORMATS = ['json', 'pretty'] as const
 export type LogFormat = (typeof LOG_FORMATS)[number]
 
 /** The ids a log line carries where they exist. */
-export interface LogContext {
+interface LogContext {
   requestId?: string
   tenantId?: string
   sessionId?: string | null

@@ -19,7 +19,7 @@ export const RUN_STATUSES = [
 export type RunStatus = (typeof RUN_STATUSES)[number]
 
 /** Why a run ended. */
-export const TERMINAL_REASONS = [
+const TERMINAL_REASONS = [
   'COMPLETED',
   'ERROR',
   'ABORTED',

@@ -10,10 +10,10 @@ export const webhookUrlSchema = z
   .max(2048, 'must be at most 2048 characters')
 
 /** The one event posted today. */
-export const RUN_FINISHED_EVENT = 'run.finished'
+const RUN_FINISHED_EVENT = 'run.finished'
 
 /** A delivery's status: PENDING until one attempt lands (DELIVERED) or the retry schedule is spent (FAILED). */
-export const DELIVERY_STATUSES = ['PENDING', 'DELIVERED', 'FAILED'] as const
+const DELIVERY_STATUSES = ['PENDING', 'DELIVERED', 'FAILED'] as const
 export type DeliveryStatus = (typeof DELIVERY_STATUSES)[number]
 
 /** One POST of a delivery. */
@@ -43,7 +43,7 @@ export interface WebhookDelivery {
 }
 
 /** The `webhook-id` of a run's end: stable, so a receiver drops a repeat (Standard Webhooks is at-least-once). */
-export const deliveryIdOf = (runId: string) => `run_${runId}`
+const deliveryIdOf = (runId: string) => `run_${runId}`
 
 /** The delivery a run's end creates: due at once. */
 export function runFinishedDelivery(run: RunRecord, url: string): WebhookDelivery {

@@ -12,8 +12,8 @@ import type { RedisLink } from './redis-link.js'
 type Listener = (event: SessionEvent) => void
 
 /** Typed topics: every event goes to its session's topic, and to its run's when it has one. */
-export const sessionTopic = (tenantId: string, sessionId: string) => `session:${tenantId}/${sessionId}`
-export const runTopic = (runId: string) => `run:${runId}`
+const sessionTopic = (tenantId: string, sessionId: string) => `session:${tenantId}/${sessionId}`
+const runTopic = (runId: string) => `run:${runId}`
 /** An event numbered but not yet delivered, because it, or one before it, waits for its write. */
 interface Outgoing {
   event: SessionEvent

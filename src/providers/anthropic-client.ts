@@ -9,7 +9,7 @@ import { textDeltas } from './sse.js'
 import { responseBody, vendorFetch } from './vendor-http.js'
 
 /** Anthropic takes system text apart from the turns, and turns that alternate user/assistant. */
-export function toAnthropicMessages(messages: ChatMessage[]): { system: string; turns: { role: 'user' | 'assistant'; content: string }[] } {
+function toAnthropicMessages(messages: ChatMessage[]): { system: string; turns: { role: 'user' | 'assistant'; content: string }[] } {
   const system = messages
     .filter((m) => m.role === 'system')
     .map((m) => m.content)

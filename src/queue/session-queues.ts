@@ -5,7 +5,7 @@ import { SessionQueue } from './session-queue.js'
 const sessionKey = (tenantId: string, sessionId: string) => `${tenantId}/${sessionId}`
 
 /** How long a session's queue stays loaded with nothing to do and nobody asking for it. */
-export const IDLE_UNLOAD_MS = 5 * 60_000
+const IDLE_UNLOAD_MS = 5 * 60_000
 
 /**
  * Every loaded session queue, each loaded once: its event stream opened, its numbering restored.

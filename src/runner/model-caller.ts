@@ -9,7 +9,7 @@ import { classifyVendorError, ProviderError } from '../providers/provider-error.
 import type { Candidate } from './prepare.js'
 import { loadPricesFor, priceOf } from './pricing.js'
 
-export const DEFAULT_RETRY = { maxAttempts: 3, baseDelayMs: 250, maxDelayMs: 10_000 }
+const DEFAULT_RETRY = { maxAttempts: 3, baseDelayMs: 250, maxDelayMs: 10_000 }
 
 export interface ModelCallerDeps {
   clientFor(backend: Backend): ModelClient

@@ -6,7 +6,7 @@ import type { BackendKind } from '../domain/definitions.js'
 import type { Usage } from '../domain/records.js'
 
 /** The bundled table's name and version, recorded on every run it priced (it never fetches at run time). */
-export const PRICE_TABLE = (() => {
+const PRICE_TABLE = (() => {
   const entry = createRequire(import.meta.url).resolve('@pydantic/genai-prices')
   let dir = path.dirname(entry)
   while (!dir.endsWith(`${path.sep}genai-prices`)) dir = path.dirname(dir)

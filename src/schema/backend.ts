@@ -5,7 +5,7 @@ import { builder } from './builder.js'
 import { describedValues } from './described.js'
 import { settingsJson } from './settings.js'
 
-export const BackendKindEnum = builder.enumType('BackendKind', {
+const BackendKindEnum = builder.enumType('BackendKind', {
   description: 'Which vendor API a backend speaks.',
   values: describedValues<BackendKind>({
     OPENAI: 'The OpenAI chat completions API, through the official openai SDK.',

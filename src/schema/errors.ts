@@ -49,7 +49,7 @@ export const ErrorCodeEnum = builder.enumType('ErrorCode', {
   }),
 })
 
-export const ErrorInterface = builder.interfaceRef<PromptlineError>('Error').implement({
+const ErrorInterface = builder.interfaceRef<PromptlineError>('Error').implement({
   description: 'An expected failure, returned as a member of a mutation result union.',
   fields: (t) => ({
     code: t.field({ type: ErrorCodeEnum, description: 'The error category.', resolve: (e) => e.code }),

@@ -17,7 +17,7 @@ const TYPE_NAMES: Record<SessionEventType, string> = {
   RUN_FINISHED: 'RunFinishedEvent',
 }
 
-export const SessionEventRef = builder.interfaceRef<SessionEvent>('SessionEvent').implement({
+const SessionEventRef = builder.interfaceRef<SessionEvent>('SessionEvent').implement({
   description: 'One event of a session stream. Resume a stream with the last sequence you saw as afterSequence.',
   resolveType: (event) => TYPE_NAMES[event.type],
   fields: (t) => ({

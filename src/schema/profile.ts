@@ -27,7 +27,7 @@ export const CredentialSourceRef = builder.objectRef<Credential>('CredentialSour
   }),
 })
 
-export const ProfileRef = builder.objectRef<Profile>('Profile').implement({
+const ProfileRef = builder.objectRef<Profile>('Profile').implement({
   description: 'A named target: backend, model, settings and credential source.',
   fields: (t) => ({
     id: t.exposeID('id', { description: 'The profile id.' }),

@@ -22,7 +22,7 @@ export const RoleEnum = builder.enumType('Role', {
   },
 })
 
-export const OutputKindEnum = builder.enumType('OutputKind', {
+const OutputKindEnum = builder.enumType('OutputKind', {
   description: 'What a run must answer: free text, any JSON, or JSON matching a schema.',
   values: describedValues<OutputKind>({
     TEXT: 'Any text.',
@@ -68,7 +68,7 @@ const ParallelRef = builder.objectRef<ParallelSpec>('ParallelCandidates').implem
   }),
 })
 
-export const PromptRef = builder.objectRef<Prompt>('Prompt').implement({
+const PromptRef = builder.objectRef<Prompt>('Prompt').implement({
   description: 'A named prompt definition: message templates, default profile and output contract.',
   fields: (t) => ({
     id: t.exposeID('id', { description: 'The prompt id (yours, or the catalog file name).' }),

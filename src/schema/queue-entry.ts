@@ -6,7 +6,7 @@ import { ErrorCodeEnum, PREPARATION_ERRORS } from './errors.js'
 import { RunRef } from './run.js'
 import { runRequestFields } from './settings.js'
 
-export const EntryStatusEnum = builder.enumType('QueueEntryStatus', {
+const EntryStatusEnum = builder.enumType('QueueEntryStatus', {
   description:
     'Where a queue entry is: QUEUED → STARTING → RUNNING → COMPLETED | FAILED | CANCELLED, or SCHEDULED → QUEUED → … for a debounced one.',
   values: describedValues<EntryStatus>({

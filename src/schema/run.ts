@@ -15,7 +15,7 @@ import { describedValues } from './described.js'
 import { ErrorCodeEnum } from './errors.js'
 import { encodeCursor, forwardPage, pageArgs, toConnection } from './paging.js'
 
-export const RunStatusEnum = builder.enumType('RunStatus', {
+const RunStatusEnum = builder.enumType('RunStatus', {
   description:
     'Where a run is in its lifecycle: PREPARING → WAITING_CAPACITY → GENERATING → VALIDATING (→ REPAIRING → GENERATING …) → COMPLETED | FAILED | ABORTED.',
   values: describedValues<RunStatus>({

@@ -28,7 +28,7 @@ export const MessageRef = builder.objectRef<MessageRecord>('Message').implement(
   }),
 })
 
-export const SessionRef = builder.objectRef<SessionRecord>('Session').implement({
+const SessionRef = builder.objectRef<SessionRecord>('Session').implement({
   description: 'A conversation thread with its own FIFO prompt queue.',
   fields: (t) => ({
     id: t.exposeID('id', { description: 'The session id: yours, or a server UUID.' }),

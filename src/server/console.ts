@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url'
 import type { Plugin } from 'graphql-yoga'
 
 /** Where `npm run build:console` (part of npm install and npm start) puts the console: dist/console, from src/server or dist/server. */
-export const CONSOLE_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../dist/console')
+const CONSOLE_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../dist/console')
 
 const TYPES: Record<string, string> = {
   '.html': 'text/html; charset=utf-8',

@@ -1,7 +1,7 @@
 import type { GraphiQLOptions } from 'graphql-yoga'
 
 /** The README's walk-through, one tab each, for a first visit (GraphiQL keeps the user's tabs after). */
-export const WALK_THROUGH_TABS: { query: string }[] = [
+const WALK_THROUGH_TABS: { query: string }[] = [
   {
     query: `# Render the shipped "chat" prompt with the fake-echo profile, without calling a model.
 query Prepare {

@@ -14,7 +14,7 @@ export interface Database {
   close(): Promise<void>
 }
 
-export function providerOf(url: string): Provider {
+function providerOf(url: string): Provider {
   if (url.startsWith('file:')) return 'sqlite'
   if (/^postgres(ql)?:\/\//.test(url)) return 'postgresql'
   throw new Error(`unsupported database URL scheme (use file:… or postgresql://…)`)

@@ -2,7 +2,7 @@ import { existsSync } from 'node:fs'
 import { type Browser, type BrowserContext, chromium } from 'playwright-core'
 
 /** Debian's Chromium (`apt-get install chromium`; `.ci/run` installs it). */
-export const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
+const CHROMIUM_PATH = process.env.CHROMIUM_PATH ?? '/usr/bin/chromium'
 export const haveChromium = existsSync(CHROMIUM_PATH)
 export const NO_CHROMIUM = `skipped: no Chromium at ${CHROMIUM_PATH} (apt-get install chromium, or set CHROMIUM_PATH)`
 

@@ -3,7 +3,7 @@ import { expect } from 'vitest'
 export type Labels = Record<string, string>
 
 /** One sample line of the Prometheus text format: `name{label="value",…} number`. */
-export interface PrometheusSample {
+interface PrometheusSample {
   name: string
   labels: Record<string, string>
   value: number
@@ -15,7 +15,7 @@ const SAMPLE = /^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (-?[0-9.e+-]+|[Nn][Aa][
 const LABEL = /([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"(?:,|$)/gy
 
 /** Parses the Prometheus text exposition format strictly: a line that is neither a comment nor a sample throws. */
-export function parsePrometheusText(text: string): PrometheusSample[] {
+function parsePrometheusText(text: string): PrometheusSample[] {
   const samples: PrometheusSample[] = []
   for (const line of text.split('\n')) {
     if (line === '' || COMMENT.test(line)) continue

@@ -11,7 +11,7 @@ import { createTestDatabase, type TestDatabase } from './databases.js'
 import { wsClient } from './ws-client.js'
 
 /** The fake backend, recording every request it is sent (what the model really saw). */
-export class RecordingFakeClient implements ModelClient {
+class RecordingFakeClient implements ModelClient {
   readonly requests: GenerateRequest[] = []
   private readonly fake = new FakeModelClient()
   generate(request: GenerateRequest, signal: AbortSignal) {
