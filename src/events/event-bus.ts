@@ -17,8 +17,11 @@ const runTopic = (runId: string) => `run:${runId}`
 /** An event numbered but not yet delivered, because it, or one before it, waits for its write. */
 interface Outgoing {
   event: SessionEvent
-  /** writing: delivered once stored; stored: delivered next; refused: never delivered; live: delivered at its turn, written after. */
-  state: 'writing' | 'stored' | 'refused' | 'live'
+  /**
+   * writing: delivered once stored; held: a token delta queued for the writer, delivered at its
+   * turn whether stored or not; stored: delivered at its turn; refused: never delivered.
+   */
+  state: 'writing' | 'held' | 'stored' | 'refused'
 }
 
 interface Stream {
@@ -158,6 +161,12 @@ export class SessionEventBus {
     return stream ? stream.delivered : this.events.maxSequence(tenantId, sessionId)
   }
 
+  /** The events of a session this instance numbers that were delivered after `afterSequence` and are not written yet. */
+  unwrittenAfter(tenantId: string, sessionId: string, afterSequence: number): SessionEvent[] {
+    const unwritten = this.streams.get(sessionTopic(tenantId, sessionId))?.unwritten ?? []
+    return unwritten.filter((event) => event.sequence > afterSequence)
+  }
+
   /** Forgets a session's stream (deleted, unloaded, or now numbered by another instance). */
   forget(tenantId: string, sessionId: string): void {
     this.streams.delete(sessionTopic(tenantId, sessionId))
@@ -169,8 +178,11 @@ export class SessionEventBus {
     if (data.type !== 'TOKEN_DELTA') {
       stream.outbox.push({ event, state: 'writing' })
       this.writer.enqueue(event, true)
-    } else if (stream.outbox.length > 0) stream.outbox.push({ event, state: 'live' })
-    else this.release(stream, event)
+    } else if (stream.outbox.length > 0) {
+      // queued for the writer now, so a run's end that follows writes it with the rest
+      stream.outbox.push({ event, state: 'held' })
+      this.writer.enqueue(event)
+    } else this.release(stream, event)
     return event
   }
 
@@ -208,8 +220,9 @@ export class SessionEventBus {
     for (const outgoing of stream.outbox) if (events.includes(outgoing.event)) outgoing.state = state
     while (stream.outbox.length > 0 && stream.outbox[0]!.state !== 'writing') {
       const { event, state: settled } = stream.outbox.shift()!
-      if (settled === 'stored') this.deliver(stream, sessionTopic(event.tenantId, event.sessionId), event)
-      else if (settled === 'live') this.release(stream, event)
+      if (settled === 'refused') continue
+      if (settled === 'held') stream.unwritten.push(event)
+      this.deliver(stream, sessionTopic(event.tenantId, event.sessionId), event)
     }
   }
 
@@ -300,6 +313,11 @@ export class SessionEventBus {
     until?: (event: SessionEvent) => boolean
     /** End after the replay (for a run that has already ended). */
     replayOnly?: boolean
+    /**
+     * Where this instance does not number the session: the events its owner delivered after a
+     * sequence and has not written yet (the rest of the stream is in the store or comes live).
+     */
+    ownersTail?: (afterSequence: number) => Promise<SessionEvent[]>
   }): AsyncIterableIterator<SessionEvent> {
     const { tenantId, sessionId, runId, until } = options
     return new Repeater<SessionEvent>(async (push, stop) => {
@@ -338,13 +356,10 @@ export class SessionEventBus {
             }
           }
           if (stream?.stored !== false) await replay()
-          // another instance numbers this session: what it published before we heard it is written
-          // within a flush interval, so read once more after that
-          if (!stream && this.relay) {
-            await new Promise((resolve) => setTimeout(resolve, this.options.flushIntervalMs * 2))
-            await replay()
-          }
-          for (const event of unwritten) if (event.sequence > last) await pushReplayed(event)
+          // another instance numbers this session: what it delivered before we heard it and has
+          // not written yet is asked of it
+          const tail = !stream && options.ownersTail ? await options.ownersTail(last) : unwritten
+          for (const event of tail) if (event.sequence > last && (!runId || event.runId === runId)) await pushReplayed(event)
         } else {
           last = 0
         }
