@@ -59,6 +59,7 @@ export class RunService {
     router.handle('abortRun', (t: string, runId: string, why: string | null) => this.queue.abortRun(t, runId, why))
     router.handle('queueEntry', (t: string, s: string, q: string) => this.queue.entry(t, s, q))
     router.handle('run', (t: string, id: string) => this.queue.run(t, id))
+    router.handle('unwrittenEvents', async (t: string, s: string, after: number) => bus.unwrittenAfter(t, s, after))
   }
 
   /** The session named in an input, validated, to route by. */
@@ -169,7 +170,7 @@ export class RunService {
   async steer(tenantId: string, input: unknown): Promise<{ steerId: string; queueId: string; runId: string }> {
     const { sessionId, queueId, steerId, text } = parseInput(steerSchema, input, 'input')
     await this.sessions.require(tenantId, sessionId)
-    const { runId } = await this.router.call<{ runId: string }>(tenantId, sessionId, 'steer', [tenantId, sessionId, queueId, steerId, text])
+    const { runId } = await this.router.call(tenantId, sessionId, 'steer', [tenantId, sessionId, queueId, steerId, text])
     return { steerId, queueId, runId }
   }
 
@@ -211,7 +212,7 @@ export class RunService {
   /** Every event of a session after `afterSequence` (or from now on), then live. */
   async sessionEvents(tenantId: string, sessionId: string, afterSequence: number | null): Promise<AsyncIterable<SessionEvent>> {
     await this.sessions.require(tenantId, sessionId)
-    return this.bus.subscribe({ tenantId, sessionId, afterSequence })
+    return this.bus.subscribe({ tenantId, sessionId, afterSequence, ownersTail: this.ownersTail(tenantId, sessionId) })
   }
 
   /** The events of one run after `afterSequence` (from its start by default); ends after RUN_FINISHED. */
@@ -226,6 +227,12 @@ export class RunService {
       afterSequence: afterSequence ?? 0,
       until: (event) => event.type === 'RUN_FINISHED',
       replayOnly: ended,
+      ownersTail: this.ownersTail(tenantId, run.sessionId),
     })
+  }
+
+  /** Asks the session's owner for what it delivered and has not written yet. */
+  private ownersTail(tenantId: string, sessionId: string) {
+    return (afterSequence: number) => this.router.call(tenantId, sessionId, 'unwrittenEvents', [tenantId, sessionId, afterSequence])
   }
 }

@@ -4,9 +4,7 @@ import { InternalError, PromptlineError } from '../domain/errors.js'
 import type { Logger } from '../domain/logger.js'
 import type { RedisLink } from '../events/redis-link.js'
 import type { SessionOwnership } from '../queue/session-leases.js'
-
-// biome-ignore lint/suspicious/noExplicitAny: handlers of every use case share one registry
-type Handler = (...args: any[]) => Promise<unknown>
+import type { SessionOperation, SessionOperations } from './session-operations.js'
 
 interface Call {
   kind: 'call'
@@ -14,7 +12,7 @@ interface Call {
   from: string
   tenantId: string
   sessionId: string
-  op: string
+  op: SessionOperation
   args: unknown[]
 }
 type Answer = { kind: 'answer'; id: string } & ({ value: unknown } | { error: SentError } | { notOwner: true })
@@ -50,10 +48,11 @@ function sent(error: unknown): SentError {
  * Runs a session's use cases where its queue lives (DESIGN §6). Alone on its database, that is
  * here. With several instances, the session's owner (its lease holder) runs them: this instance
  * when it holds or can take the lease, else the owner, asked through Redis, whose answer (value
- * or typed error) comes back the same way. Use cases register by name with `handle`.
+ * or typed error) comes back the same way. Each operation of `SessionOperations` is registered
+ * once with `handle`.
  */
 export class SessionRouter {
-  private readonly handlers = new Map<string, Handler>()
+  private readonly handlers: Partial<SessionOperations> = {}
   private readonly waiting = new Map<string, { settle: (answer: Answer) => void }>()
   private unsubscribe: (() => void) | null = null
 
@@ -73,24 +72,36 @@ export class SessionRouter {
     })
   }
 
-  handle<F extends Handler>(op: string, handler: F): F {
-    this.handlers.set(op, handler)
-    return handler
+  handle<K extends SessionOperation>(op: K, handler: SessionOperations[K]): void {
+    this.handlers[op] = handler
   }
 
   /** Runs `op` with `args` at the session's owner; `timeoutMs` bounds the wait for another instance. */
-  async call<T>(tenantId: string, sessionId: string, op: string, args: unknown[], timeoutMs = 30_000): Promise<T> {
+  async call<K extends SessionOperation>(
+    tenantId: string,
+    sessionId: string,
+    op: K,
+    args: Parameters<SessionOperations[K]>,
+    timeoutMs = 30_000,
+  ): Promise<Awaited<ReturnType<SessionOperations[K]>>> {
     for (let attempt = 0; ; attempt++) {
       const claim = await this.ownership.claim(tenantId, sessionId)
       // no owner: no such session; the handler here answers NOT_FOUND
-      if (claim.mine || claim.owner === null || !this.link) return (await this.handlers.get(op)!(...args)) as T
+      if (claim.mine || claim.owner === null || !this.link) return this.runHere(op, args)
       try {
-        return (await this.ask(claim.owner, { tenantId, sessionId, op, args }, timeoutMs)) as T
+        return (await this.ask(claim.owner, { tenantId, sessionId, op, args }, timeoutMs)) as Awaited<ReturnType<SessionOperations[K]>>
       } catch (error) {
         if (!(error instanceof NotOwner) || attempt >= 5)
           throw error instanceof NotOwner ? new InternalError('the session is moving between instances; try again') : error
       }
     }
+  }
+
+  /** Runs a registered operation in this instance. */
+  private runHere<K extends SessionOperation>(op: K, args: unknown[]): Promise<Awaited<ReturnType<SessionOperations[K]>>> {
+    const handler = this.handlers[op] as ((...args: unknown[]) => Promise<Awaited<ReturnType<SessionOperations[K]>>>) | undefined
+    if (!handler) throw new InternalError(`no handler for ${op}`)
+    return handler(...args)
   }
 
   private ask(owner: string, call: Pick<Call, 'tenantId' | 'sessionId' | 'op' | 'args'>, timeoutMs: number): Promise<unknown> {
@@ -119,9 +130,8 @@ export class SessionRouter {
     let answer: Answer
     try {
       const claim = await this.ownership.claim(call.tenantId, call.sessionId)
-      const handler = this.handlers.get(call.op)
-      if (!claim.mine || !handler) answer = { kind: 'answer', id: call.id, notOwner: true }
-      else answer = { kind: 'answer', id: call.id, value: (await handler(...call.args)) ?? null }
+      if (!claim.mine || !(call.op in this.handlers)) answer = { kind: 'answer', id: call.id, notOwner: true }
+      else answer = { kind: 'answer', id: call.id, value: (await this.runHere(call.op, call.args)) ?? null }
     } catch (error) {
       if (!(error instanceof PromptlineError)) this.logger.error('a routed call failed', { op: call.op, error: (error as Error).message })
       answer = { kind: 'answer', id: call.id, error: sent(error) }

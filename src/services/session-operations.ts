@@ -1,0 +1,32 @@
+import type { SessionEvent } from '../domain/events.js'
+import type { MessageRecord, QueueEntryRecord, QueueEntryView, RunRecord, SessionStatus, WhenBusy } from '../domain/records.js'
+
+/**
+ * The use cases that run at a session's owner, each with the arguments and the answer that cross
+ * Redis when another instance asks (plain JSON: a request's input goes as the client sent it and
+ * is parsed where it runs).
+ */
+export interface SessionOperations {
+  enqueue(tenantId: string, input: Record<string, unknown>, whenBusy: WhenBusy): Promise<QueueEntryRecord>
+  runPrompt(
+    tenantId: string,
+    input: Record<string, unknown>,
+    whenBusy: WhenBusy,
+    waitMs: number,
+  ): Promise<{ entry: QueueEntryView; run: RunRecord | null }>
+  schedule(tenantId: string, input: Record<string, unknown>): Promise<QueueEntryRecord>
+  cancelScheduled(tenantId: string, sessionId: string, scheduleKey: string): Promise<boolean>
+  cancel(tenantId: string, sessionId: string, queueId: string): Promise<{ cancelled: boolean; entry: QueueEntryRecord }>
+  steer(tenantId: string, sessionId: string, queueId: string, steerId: string, text: string): Promise<{ runId: string }>
+  abortRun(tenantId: string, runId: string, reason: string | null): Promise<{ aborted: boolean; run: RunRecord }>
+  queueEntry(tenantId: string, sessionId: string, queueId: string): Promise<QueueEntryView | null>
+  run(tenantId: string, runId: string): Promise<RunRecord | null>
+  unwrittenEvents(tenantId: string, sessionId: string, afterSequence: number): Promise<SessionEvent[]>
+  deleteSession(tenantId: string, id: string): Promise<string>
+  messages(tenantId: string, sessionId: string): Promise<MessageRecord[]>
+  status(tenantId: string, sessionId: string): Promise<SessionStatus>
+  lastSequence(tenantId: string, sessionId: string): Promise<number>
+  queueOf(tenantId: string, sessionId: string, includeTerminal: boolean): Promise<QueueEntryView[]>
+}
+
+export type SessionOperation = keyof SessionOperations
