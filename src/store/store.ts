@@ -38,7 +38,7 @@ export class Store {
 
   /** Resolves when the database answers a trivial query. */
   async ping(): Promise<void> {
-    await this.database.db.$queryRawUnsafe('SELECT 1')
+    await this.database.db.$queryRaw`SELECT 1`
   }
 
   /** Why the store cannot serve yet (unreachable, or migrations pending), or null when it can. */

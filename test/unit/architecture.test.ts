@@ -103,3 +103,24 @@ describe('the import graph of src/', () => {
     expect(bad.map(describeImport)).toEqual([])
   })
 })
+
+describe('the write path and the session routing', () => {
+  const storeFiles = sourceFiles(path.join(SRC, 'store'))
+
+  it("builds no SQL by hand in store/: Prisma's unsafe raw calls only for PRAGMAs and in the migrator", () => {
+    const bad = storeFiles
+      .filter((file) => !file.endsWith('migrator.ts'))
+      .flatMap((file) =>
+        readFileSync(file, 'utf8')
+          .split('\n')
+          .filter((line) => /\$(query|execute)RawUnsafe/.test(line) && !/\('PRAGMA /.test(line))
+          .map((line) => `${path.relative(SRC, file)}: ${line.trim()}`),
+      )
+    expect(bad).toEqual([])
+  })
+
+  it('routes session operations through one typed map, with no `any`', () => {
+    const router = readFileSync(path.join(SRC, 'services/session-router.ts'), 'utf8')
+    expect(router.match(/\bany\b(?!thing)/g) ?? []).toEqual([])
+  })
+})
