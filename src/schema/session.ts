@@ -1,6 +1,8 @@
+import { dataloaderGetter } from '@pothos/plugin-dataloader'
 import { NotFoundError } from '../domain/errors.js'
 import type { MessageRecord, SessionRecord, Usage } from '../domain/records.js'
 import { builder } from './builder.js'
+import type { Context } from './context.js'
 import { encodeCursor, forwardPage, pageArgs, toConnection } from './paging.js'
 import { RoleEnum } from './prompt.js'
 import { QueueEntryRef } from './queue-entry.js'
@@ -27,6 +29,14 @@ export const MessageRef = builder.objectRef<MessageRecord>('Message').implement(
     createdAt: t.field({ type: 'DateTime', description: 'When it was added.', resolve: (m) => m.createdAt }),
   }),
 })
+
+/** Each session's usage and cost, loaded once a request for all the sessions it shows; Session.usage and Session.cost share it. */
+const sessionTotals = dataloaderGetter<string, Usage & { costUsd: number | null }, string>(
+  undefined,
+  (ids, ctx) => (ctx as Context).services.sessions.sessionTotals((ctx as Context).tenantId, ids),
+  undefined,
+  false,
+)
 
 const SessionRef = builder.objectRef<SessionRecord>('Session').implement({
   description: 'A conversation thread with its own FIFO prompt queue.',
@@ -82,12 +92,12 @@ const SessionRef = builder.objectRef<SessionRecord>('Session').implement({
     usage: t.field({
       type: UsageRef,
       description: 'Token counts summed over the runs of the session.',
-      resolve: (s, _args, ctx) => ctx.services.sessions.totals(ctx.tenantId, s.id),
+      resolve: (s, _args, ctx) => sessionTotals(ctx).load(s.id),
     }),
     cost: t.float({
       nullable: true,
       description: 'USD summed over the runs of the session; null when a run used a model without a price.',
-      resolve: async (s, _args, ctx) => (await ctx.services.sessions.totals(ctx.tenantId, s.id)).costUsd,
+      resolve: async (s, _args, ctx) => (await sessionTotals(ctx).load(s.id)).costUsd,
     }),
     createdAt: t.field({ type: 'DateTime', description: 'When it was created.', resolve: (s) => s.createdAt }),
     updatedAt: t.field({ type: 'DateTime', description: 'When it last changed.', resolve: (s) => s.updatedAt }),
@@ -113,7 +123,7 @@ builder.queryFields((t) => ({
   tenantUsage: t.field({
     type: TenantUsageRef,
     description: "Token counts and cost over all of the caller's tenant's runs.",
-    resolve: (_root, _args, ctx) => ctx.services.sessions.totals(ctx.tenantId, null),
+    resolve: (_root, _args, ctx) => ctx.services.sessions.tenantTotals(ctx.tenantId),
   }),
   session: t.field({
     type: SessionRef,

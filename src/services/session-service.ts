@@ -8,6 +8,7 @@ import type { MessageRecord, QueueEntryView, SessionRecord, SessionStatus } from
 import { type WebhookSigners, webhookUrlSchema } from '../domain/webhooks.js'
 import type { PromptQueue } from '../queue/prompt-queue.js'
 import { isUniqueViolation } from '../store/errors.js'
+import type { Totals } from '../store/run-store.js'
 import type { SessionMemory } from '../store/session-memory.js'
 import type { SessionCursor } from '../store/session-store.js'
 import type { Store } from '../store/store.js'
@@ -104,9 +105,14 @@ export class SessionService {
     return this.router.call(tenantId, sessionId, 'messages', [tenantId, sessionId])
   }
 
-  /** Usage and cost over a session's runs, or over all the tenant's (`sessionId` null). */
-  totals(tenantId: string, sessionId: string | null) {
-    return this.store.runs.totals(tenantId, sessionId)
+  /** Usage and cost over all the tenant's runs. */
+  tenantTotals(tenantId: string): Promise<Totals> {
+    return this.store.runs.totals(tenantId)
+  }
+
+  /** Usage and cost over each session's runs, in the order of `sessionIds`. */
+  sessionTotals(tenantId: string, sessionIds: readonly string[]): Promise<Totals[]> {
+    return this.store.runs.totalsBySession(tenantId, sessionIds)
   }
 
   status(tenantId: string, sessionId: string): Promise<SessionStatus> {

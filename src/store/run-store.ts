@@ -128,6 +128,30 @@ export function runData(run: RunRecord) {
   } satisfies Prisma.RunUpdateManyMutationInput
 }
 
+/** Usage and cost summed over runs. */
+export type Totals = Usage & { costUsd: number | null }
+
+const SUMMED = {
+  inputTokens: true,
+  outputTokens: true,
+  cacheReadTokens: true,
+  cacheWriteTokens: true,
+  reasoningTokens: true,
+  costUsd: true,
+} as const
+/** Runs that used tokens on a model without a price. */
+const UNPRICED = { costUsd: null, OR: [{ inputTokens: { gt: 0 } }, { outputTokens: { gt: 0 } }] } satisfies Prisma.RunWhereInput
+
+type Sums = Partial<Record<keyof typeof SUMMED, number | null>>
+const toTotals = (sums: Sums, unpriced: number): Totals => ({
+  inputTokens: sums.inputTokens ?? 0,
+  outputTokens: sums.outputTokens ?? 0,
+  cacheReadTokens: sums.cacheReadTokens ?? 0,
+  cacheWriteTokens: sums.cacheWriteTokens ?? 0,
+  reasoningTokens: sums.reasoningTokens ?? 0,
+  costUsd: unpriced > 0 ? null : (sums.costUsd ?? 0),
+})
+
 /** Durable run records. */
 export class RunStore {
   constructor(private readonly db: Db) {}
@@ -182,34 +206,25 @@ export class RunStore {
     return rows.map(toRecord)
   }
 
-  /**
-   * Usage and cost summed over a session's runs, or a whole tenant's (`sessionId` null); cost is
-   * null when any run with usage has none.
-   */
-  async totals(tenantId: string, sessionId: string | null): Promise<Usage & { costUsd: number | null }> {
-    const where = sessionId === null ? { tenantId } : { tenantId, sessionId }
+  /** Usage and cost summed over a tenant's runs; cost is null when any run with usage has none. */
+  async totals(tenantId: string): Promise<Totals> {
     const [sums, unpriced] = await Promise.all([
-      this.db.run.aggregate({
-        where,
-        _sum: {
-          inputTokens: true,
-          outputTokens: true,
-          cacheReadTokens: true,
-          cacheWriteTokens: true,
-          reasoningTokens: true,
-          costUsd: true,
-        },
-      }),
-      this.db.run.count({ where: { ...where, costUsd: null, OR: [{ inputTokens: { gt: 0 } }, { outputTokens: { gt: 0 } }] } }),
+      this.db.run.aggregate({ where: { tenantId }, _sum: SUMMED }),
+      this.db.run.count({ where: { tenantId, ...UNPRICED } }),
     ])
-    return {
-      inputTokens: sums._sum.inputTokens ?? 0,
-      outputTokens: sums._sum.outputTokens ?? 0,
-      cacheReadTokens: sums._sum.cacheReadTokens ?? 0,
-      cacheWriteTokens: sums._sum.cacheWriteTokens ?? 0,
-      reasoningTokens: sums._sum.reasoningTokens ?? 0,
-      costUsd: unpriced > 0 ? null : (sums._sum.costUsd ?? 0),
-    }
+    return toTotals(sums._sum, unpriced)
+  }
+
+  /** The same, for each of a tenant's sessions, in two grouped queries whatever their number. */
+  async totalsBySession(tenantId: string, sessionIds: readonly string[]): Promise<Totals[]> {
+    const where = { tenantId, sessionId: { in: [...sessionIds] } }
+    const [sums, unpriced] = await Promise.all([
+      this.db.run.groupBy({ by: ['sessionId'], where, _sum: SUMMED }),
+      this.db.run.groupBy({ by: ['sessionId'], where: { ...where, ...UNPRICED }, _count: { _all: true } }),
+    ])
+    const summed = new Map(sums.map((row) => [row.sessionId, row._sum]))
+    const unpricedBySession = new Map(unpriced.map((row) => [row.sessionId, row._count._all]))
+    return sessionIds.map((id) => toTotals(summed.get(id) ?? {}, unpricedBySession.get(id) ?? 0))
   }
 
   /** What a tenant's runs started since `since` used: tokens and cost (unpriced runs count no cost). */

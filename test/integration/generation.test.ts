@@ -1,5 +1,5 @@
 import { existsSync, readFileSync } from 'node:fs'
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { FakeVendorServer } from '../fixtures/fake-vendor.js'
 import {
   AbortRunDocument,
@@ -7,6 +7,7 @@ import {
   EnqueuePromptDocument,
   RunDetailsDocument,
   RunTokensDocument,
+  SessionsTotalsDocument,
   SessionTotalsDocument,
 } from '../generated/graphql.js'
 import { catalogDir } from '../helpers/catalog-dir.js'
@@ -116,6 +117,19 @@ describe.each(providers)('generation with real vendor clients (%s)', (provider) 
     expect(server().requests.at(-1)!.apiKey).toBe(profileId === 'oa-plain' ? OA_KEY : AN_KEY)
     const totals = (await t.request(SessionTotalsDocument, { id: session })).data!.session!
     expect(totals).toEqual({ usage: { inputTokens: 4, outputTokens: 4, totalTokens: 8 }, cost: r.cost })
+  })
+
+  it("answers every listed session's usage and cost with one grouped load, each the session's own", async () => {
+    const totalsOf = vi.spyOn(t.app.store.runs, 'totalsBySession')
+    const listed = (await t.request(SessionsTotalsDocument, {})).data!.sessions.edges.map((e) => e.node)
+    expect(listed.length).toBeGreaterThan(1)
+    expect(totalsOf).toHaveBeenCalledTimes(1)
+    for (const session of listed) {
+      const own = (await t.request(SessionTotalsDocument, { id: session.id })).data!.session!
+      expect({ totalTokens: session.usage.totalTokens, cost: session.cost }).toEqual({ totalTokens: own.usage.totalTokens, cost: own.cost })
+    }
+    expect(listed.some((s) => s.usage.totalTokens > 0)).toBe(true)
+    totalsOf.mockRestore()
   })
 
   it('has no cost where the catalog has no price', async () => {
