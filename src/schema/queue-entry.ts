@@ -1,6 +1,8 @@
+import { dataloaderGetter } from '@pothos/plugin-dataloader'
 import { BudgetExceededError, NotFoundError, QueueFullError, SessionBusyError, SteerRejectedError } from '../domain/errors.js'
 import type { EntryStatus, QueueEntryRecord, RunRecord, WhenBusy } from '../domain/records.js'
 import { type BuilderTypes, builder } from './builder.js'
+import type { Context } from './context.js'
 import { describedValues } from './described.js'
 import { ErrorCodeEnum, PREPARATION_ERRORS } from './errors.js'
 import { RunRef } from './run.js'
@@ -32,6 +34,14 @@ const WhenBusyEnum = builder.enumType('WhenBusy', {
     ROLLBACK: { value: 'ROLLBACK' as WhenBusy, description: 'Abort the running entry, keep none of its messages, and run this one next.' },
   },
 })
+
+/** The runs of the entries a request shows, loaded together: one query for those not running here. */
+const entryRuns = dataloaderGetter<string, RunRecord | null, string>(
+  undefined,
+  (ids, ctx) => (ctx as Context).services.runs.runsById((ctx as Context).tenantId, ids),
+  undefined,
+  false,
+)
 
 const EntryErrorRef = builder.objectRef<{ code: string; message: string }>('QueueEntryError').implement({
   description: 'Why an entry failed or was cancelled.',
@@ -88,7 +98,7 @@ export const QueueEntryRef = builder.objectRef<EntryShape>('QueueEntry').impleme
       type: RunRef,
       nullable: true,
       description: 'Its run, as it is now.',
-      resolve: (e, _args, ctx) => (e.runId ? ctx.services.runs.run(ctx.tenantId, e.runId) : null),
+      resolve: (e, _args, ctx) => (e.runId ? entryRuns(ctx).load(e.runId) : null),
     }),
     error: t.field({
       type: EntryErrorRef,

@@ -200,6 +200,25 @@ export class RunService {
     return this.router.call(tenantId, stored.sessionId, 'run', [tenantId, runId])
   }
 
+  /**
+   * Runs by id (ids from the store, such as queue entries' runIds), as `run` answers each: the
+   * ones not running here read in one query, in the order of `ids`.
+   */
+  async runsById(tenantId: string, ids: readonly string[]): Promise<(RunRecord | null)[]> {
+    const stored = await this.store.runs.findMany(
+      tenantId,
+      ids.filter((id) => !this.queue.isRunning(id)),
+    )
+    return Promise.all(
+      ids.map((id) => {
+        const run = stored.get(id)
+        // running here, or live on the instance that owns its session: as it is now
+        if (this.queue.isRunning(id) || (run?.sessionId && run.finishedAt === null)) return this.run(tenantId, id)
+        return run ?? null
+      }),
+    )
+  }
+
   runs(tenantId: string, filter: RunFilter, after: RunCursor | null, take: number): Promise<RunRecord[]> {
     return this.store.runs.list(tenantId, filter, after, take)
   }

@@ -189,6 +189,12 @@ export class RunStore {
     return row && toRecord(row)
   }
 
+  /** The tenant's runs with these ids, in one query, by id. */
+  async findMany(tenantId: string, ids: readonly string[]): Promise<Map<string, RunRecord>> {
+    const rows = await this.db.run.findMany({ where: { tenantId, id: { in: [...ids] } }, select })
+    return new Map(rows.map((row) => [row.id, toRecord(row)]))
+  }
+
   async list(tenantId: string, filter: RunFilter, after: RunCursor | null, take: number): Promise<RunRecord[]> {
     const rows = await this.db.run.findMany({
       where: {

@@ -7,6 +7,7 @@ import {
   EnqueuePromptDocument,
   RunDetailsDocument,
   RunTokensDocument,
+  SessionQueueRunsDocument,
   SessionsTotalsDocument,
   SessionTotalsDocument,
 } from '../generated/graphql.js'
@@ -130,6 +131,23 @@ describe.each(providers)('generation with real vendor clients (%s)', (provider) 
     }
     expect(listed.some((s) => s.usage.totalTokens > 0)).toBe(true)
     totalsOf.mockRestore()
+  })
+
+  it("answers a queue's runs with one load for the ended ones, each entry its own run", async () => {
+    const s = await createSession(t, 'queue-runs')
+    const entries = [await enqueue(t, { sessionId: s, input: 'one' }), await enqueue(t, { sessionId: s, input: 'two three' })]
+    for (const entry of entries) await waitForEntry(t, s, entry.queueId, ['COMPLETED'])
+    const byIds = vi.spyOn(t.app.store.runs, 'findMany')
+    const byId = vi.spyOn(t.app.store.runs, 'find')
+    const queue = (await t.request(SessionQueueRunsDocument, { id: s })).data!.session!.queue
+    expect(queue.map((e) => [e.run?.id, e.run?.status, e.run?.output])).toEqual([
+      [queue[0]!.runId, 'COMPLETED', 'one'],
+      [queue[1]!.runId, 'COMPLETED', 'two three'],
+    ])
+    expect(byIds).toHaveBeenCalledTimes(1)
+    expect(byId).not.toHaveBeenCalled()
+    byIds.mockRestore()
+    byId.mockRestore()
   })
 
   it('has no cost where the catalog has no price', async () => {
