@@ -111,17 +111,21 @@ describe('request limits', () => {
     const capped = await startTestServer({ provider: 'sqlite', app: { requestLimits: { subscriptionsPerKey: 2 } } })
     try {
       const s = await createSession(capped, 'watched')
-      const open = [capped.subscribe(SessionEventsDocument, { sessionId: s }), capped.subscribe(SessionEventsDocument, { sessionId: s })]
-      await new Promise((r) => setTimeout(r, 100))
-      const third = capped.subscribe(SessionEventsDocument, { sessionId: s })
-      await third.until(() => third.results.length > 0 || third.error !== null || third.completed)
+      await enqueue(capped, { sessionId: s, input: 'replayed' })
+      // a subscription from the start replays the stream: its first event says it is open
+      const subscribe = async () => {
+        const subscription = capped.subscribe(SessionEventsDocument, { sessionId: s, afterSequence: 0 })
+        await subscription.until(() => subscription.results.length > 0 || subscription.error !== null || subscription.completed)
+        return subscription
+      }
+      const open = [await subscribe(), await subscribe()]
+      expect(open.map((o) => o.results[0]!.errors)).toEqual([undefined, undefined])
+      const third = await subscribe()
       expect(third.results[0]?.errors?.[0]?.extensions?.code).toBe('RATE_LIMITED')
       open[0]!.unsubscribe()
-      await new Promise((r) => setTimeout(r, 100))
-      const fourth = capped.subscribe(SessionEventsDocument, { sessionId: s })
-      await new Promise((r) => setTimeout(r, 100))
-      await enqueue(capped, { sessionId: s, input: 'heard' })
-      await fourth.until(() => fourth.results.length > 0)
+      // the place is free once the server has handled the unsubscribe: until then a new one is refused
+      let fourth = await subscribe()
+      for (let attempt = 0; fourth.results[0]?.errors && attempt < 100; attempt++) fourth = await subscribe()
       expect(fourth.results[0]!.errors).toBeUndefined()
     } finally {
       await capped.stop({ dropDatabase: true })
