@@ -21,8 +21,8 @@ describe.each(providers)('resumable event streams (%s)', (provider) => {
   it('gives a subscriber that reconnects with its last sequence exactly the events it missed', async () => {
     const s = await createSession(t, 'reconnect')
     const firstClient = wsClient(t.http.url)
-    const before = t.subscribe(SessionEventsDocument, { sessionId: s }, firstClient)
-    await new Promise((r) => setTimeout(r, 50))
+    // from the start of the stream: what is published before the subscription is open is replayed
+    const before = t.subscribe(SessionEventsDocument, { sessionId: s, afterSequence: 0 }, firstClient)
     const entry = await enqueue(t, { sessionId: s, input: words(25), overrides: slow(25) })
     await before.until((r) => r.filter((e) => e.data?.sessionEvents.__typename === 'TokenDeltaEvent').length >= 3)
     await firstClient.dispose()
