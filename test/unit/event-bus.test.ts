@@ -1,0 +1,57 @@
+import { describe, expect, it } from 'vitest'
+import type { SessionEvent } from '../../src/domain/events.js'
+import { createLogger } from '../../src/domain/logger.js'
+import { DEFAULT_EVENT_BUS_OPTIONS, SessionEventBus } from '../../src/events/event-bus.js'
+import type { EventStore } from '../../src/store/event-store.js'
+import type { SessionStore } from '../../src/store/session-store.js'
+
+/** An event log whose writes land when the test says so. */
+function heldLog() {
+  const writes: { events: readonly SessionEvent[]; land: () => void }[] = []
+  let asked: () => void = () => {}
+  const store = {
+    append: (events: readonly SessionEvent[]) =>
+      new Promise<void>((resolve) => {
+        writes.push({ events, land: resolve })
+        asked()
+      }),
+    after: async () => [],
+  }
+  /** Resolves once a write has been asked for. */
+  const nextWrite = () => (writes.length > 0 ? Promise.resolve() : new Promise<void>((resolve) => (asked = resolve)))
+  return { writes, nextWrite, store: store as unknown as EventStore }
+}
+
+const token = (text: string) => ({ type: 'TOKEN_DELTA' as const, text, attempt: 0, candidate: null })
+
+describe('the session event bus', () => {
+  it('delivers a lifecycle event once it is stored, and the tokens published after it behind it, in order', async () => {
+    const log = heldLog()
+    const bus = new SessionEventBus(log.store, {} as SessionStore, createLogger('silent'), DEFAULT_EVENT_BUS_OPTIONS)
+    bus.openCreated('t', 's')
+    const stream = bus.subscribe({ tenantId: 't', sessionId: 's', afterSequence: null })
+    const delivered: number[] = []
+    const reading = (async () => {
+      for await (const event of stream) {
+        delivered.push(event.sequence)
+        if (delivered.length === 4) return
+      }
+    })()
+    await Promise.resolve()
+
+    bus.publish('t', 's', null, token('before')) // nothing waits: live at once
+    bus.publish('t', 's', 'r', { type: 'STEER_APPLIED', steerId: 'x' })
+    bus.publish('t', 's', 'r', token('after 1'))
+    bus.publish('t', 's', 'r', token('after 2'))
+    await log.nextWrite()
+    // the write holds the lifecycle event and the tokens behind it; none of those went out yet
+    expect(log.writes[0]!.events.map((e) => e.sequence)).toEqual([1, 2, 3, 4])
+    await new Promise<void>((resolve) => setImmediate(resolve))
+    expect(delivered).toEqual([1])
+
+    log.writes[0]!.land()
+    await reading
+    expect(delivered).toEqual([1, 2, 3, 4])
+    expect(bus.quiet('t', 's')).toBe(true)
+  })
+})
