@@ -1,10 +1,9 @@
-import { dataloaderGetter } from '@pothos/plugin-dataloader'
 import { BudgetExceededError, NotFoundError, QueueFullError, SessionBusyError, SteerRejectedError } from '../domain/errors.js'
 import type { EntryStatus, QueueEntryRecord, RunRecord, WhenBusy } from '../domain/records.js'
 import { type BuilderTypes, builder } from './builder.js'
-import type { Context } from './context.js'
 import { describedValues } from './described.js'
 import { ErrorCodeEnum, PREPARATION_ERRORS } from './errors.js'
+import { perRequestLoader } from './loaders.js'
 import { RunRef } from './run.js'
 import { runRequestFields } from './settings.js'
 
@@ -36,12 +35,7 @@ const WhenBusyEnum = builder.enumType('WhenBusy', {
 })
 
 /** The runs of the entries a request shows, loaded together: one query for those not running here. */
-const entryRuns = dataloaderGetter<string, RunRecord | null, string>(
-  undefined,
-  (ids, ctx) => (ctx as Context).services.runs.runsById((ctx as Context).tenantId, ids),
-  undefined,
-  false,
-)
+const entryRuns = perRequestLoader<string, RunRecord | null>((ids, ctx) => ctx.services.runs.runsById(ctx.tenantId, ids))
 
 const EntryErrorRef = builder.objectRef<{ code: string; message: string }>('QueueEntryError').implement({
   description: 'Why an entry failed or was cancelled.',

@@ -1,8 +1,7 @@
-import { dataloaderGetter } from '@pothos/plugin-dataloader'
 import { NotFoundError } from '../domain/errors.js'
 import type { MessageRecord, SessionRecord, Usage } from '../domain/records.js'
 import { builder } from './builder.js'
-import type { Context } from './context.js'
+import { perRequestLoader } from './loaders.js'
 import { encodeCursor, forwardPage, pageArgs, toConnection } from './paging.js'
 import { RoleEnum } from './prompt.js'
 import { QueueEntryRef } from './queue-entry.js'
@@ -31,11 +30,8 @@ export const MessageRef = builder.objectRef<MessageRecord>('Message').implement(
 })
 
 /** Each session's usage and cost, loaded once a request for all the sessions it shows; Session.usage and Session.cost share it. */
-const sessionTotals = dataloaderGetter<string, Usage & { costUsd: number | null }, string>(
-  undefined,
-  (ids, ctx) => (ctx as Context).services.sessions.sessionTotals((ctx as Context).tenantId, ids),
-  undefined,
-  false,
+const sessionTotals = perRequestLoader<string, Usage & { costUsd: number | null }>((ids, ctx) =>
+  ctx.services.sessions.sessionTotals(ctx.tenantId, ids),
 )
 
 const SessionRef = builder.objectRef<SessionRecord>('Session').implement({
