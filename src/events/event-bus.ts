@@ -14,6 +14,7 @@ type Listener = (event: SessionEvent) => void
 /** Typed topics: every event goes to its session's topic, and to its run's when it has one. */
 const sessionTopic = (tenantId: string, sessionId: string) => `session:${tenantId}/${sessionId}`
 const runTopic = (runId: string) => `run:${runId}`
+
 /** An event numbered but not yet delivered, because it, or one before it, waits for its write. */
 interface Outgoing {
   event: SessionEvent
@@ -93,13 +94,13 @@ export class SessionEventBus {
       events,
       logger,
       options,
-      { written: (event) => this.stored([event], 'stored'), refused: (refused) => this.stored(refused, 'refused') },
+      { written: (event) => this.writerSettled([event], 'stored'), refused: (refused) => this.writerSettled(refused, 'refused') },
       metrics,
     )
   }
 
   /** The writer's word on events: delivered ones leave the unwritten tail, waiting ones may go. */
-  private stored(events: readonly SessionEvent[], outcome: 'stored' | 'refused'): void {
+  private writerSettled(events: readonly SessionEvent[], outcome: 'stored' | 'refused'): void {
     const stream = this.streams.get(sessionTopic(events[0]!.tenantId, events[0]!.sessionId))
     if (!stream) return
     if (outcome === 'stored') stream.stored = true
