@@ -198,7 +198,7 @@ export class SessionEventBus {
   async commit(
     tenantId: string,
     sessionId: string,
-    runId: string,
+    runId: string | null,
     data: readonly SessionEventData[],
     write: (events: SessionEvent[], earlier: SessionEvent[]) => Promise<boolean>,
   ): Promise<boolean> {

@@ -1,49 +1,96 @@
 import type { QueueEntryEventKind } from '../domain/events.js'
+import type { Logger } from '../domain/logger.js'
 import type { QueueEntryRecord } from '../domain/records.js'
 import type { SessionEventBus } from '../events/event-bus.js'
+import { RecordJournal } from '../runner/record-journal.js'
 import type { QueueStore } from '../store/queue-store.js'
-import type { SaveQueue } from '../store/save-queue.js'
+import type { RunLedger } from '../store/run-ledger.js'
 import type { SessionQueue } from './session-queue.js'
 
 export interface QueueEntryWriterDeps {
   bus: SessionEventBus
   entries: QueueStore
-  saves: SaveQueue
+  ledger: RunLedger
+  logger: Logger
   /** Terminal entries kept per session. */
   retainedTerminal: number
 }
 
-/** Writes queue entries through the ordered save queue and tells the session's subscribers. */
+/**
+ * Writes outstanding queue entries, each through its own journal, and tells the session's
+ * subscribers. An entry leaves the outstanding set only once its terminal row is written, so
+ * a read of an entry that is not outstanding finds it as it ended.
+ */
 export class QueueEntryWriter {
+  private readonly journals = new Map<string, RecordJournal>()
+
   constructor(private readonly deps: QueueEntryWriterDeps) {}
 
-  /** Queues a write of the whole entry as it is now; a newer one replaces a queued one. */
+  /** The journal of an outstanding entry's writes (its run's start claims the entry there). */
+  journalOf(entry: QueueEntryRecord): RecordJournal {
+    let journal = this.journals.get(entry.queueId)
+    if (!journal) {
+      journal = new RecordJournal((error) =>
+        this.deps.logger.error('a queue entry write failed', { queueId: entry.queueId, error: (error as Error).message }),
+      )
+      this.journals.set(entry.queueId, journal)
+    }
+    return journal
+  }
+
+  /** Queues a write of the whole entry as it is when the write runs; nobody waits for it. */
   save(entry: QueueEntryRecord): void {
+    this.journalOf(entry).saveRow(() => this.deps.entries.update({ ...entry }))
+  }
+
+  /** Writes the whole entry as it is now; resolves once it is durable. */
+  write(entry: QueueEntryRecord): Promise<void> {
     const snapshot = { ...entry }
-    this.deps.saves.enqueue(entry.queueId, () => this.deps.entries.update(snapshot), 'row')
+    return this.journalOf(entry).write(() => this.deps.entries.update(snapshot))
   }
 
   publish(queue: SessionQueue, kind: QueueEntryEventKind, entry: QueueEntryRecord): void {
     this.deps.bus.publish(queue.tenantId, queue.sessionId, entry.runId, { type: 'QUEUE_ENTRY', kind, entry: { ...entry } })
   }
 
-  /** A terminal entry that never ran: written, announced, retired. */
-  finish(queue: SessionQueue, entry: QueueEntryRecord): void {
-    this.save(entry)
-    if (!queue.deleting) this.publish(queue, 'FINISHED', entry)
-    this.retire(queue, entry)
+  /**
+   * A terminal entry that never ran: written with its FINISHED event in one transaction (the
+   * event goes live once written), then retired. Resolves once it is durable.
+   */
+  async finish(queue: SessionQueue, entry: QueueEntryRecord): Promise<void> {
+    const { bus, ledger } = this.deps
+    const ended = { ...entry }
+    try {
+      await this.journalOf(entry).write(() =>
+        queue.deleting
+          ? ledger.endEntry(ended, [])
+          : bus.commit(
+              queue.tenantId,
+              queue.sessionId,
+              null,
+              [{ type: 'QUEUE_ENTRY', kind: 'FINISHED', entry: ended }],
+              (events, earlier) => ledger.endEntry(ended, [...earlier, ...events]),
+            ),
+      )
+    } finally {
+      this.retire(queue, entry)
+    }
   }
 
   /** A terminal entry, already written: no longer outstanding, and old terminal entries pruned. */
   retire(queue: SessionQueue, entry: QueueEntryRecord): void {
     queue.outstanding.delete(entry.queueId)
+    this.journals.delete(entry.queueId)
     const { tenantId, sessionId } = queue
     const keep = this.deps.retainedTerminal
     // prune only when the count may be well over the limit (a tenth of slack), not once per run
     if (queue.terminalCount === null || ++queue.terminalCount > keep + Math.max(1, Math.ceil(keep / 10))) {
-      this.deps.saves.enqueue(entry.queueId, async () => {
-        queue.terminalCount = await this.deps.entries.pruneTerminal(tenantId, sessionId, keep)
-      })
+      this.deps.entries.pruneTerminal(tenantId, sessionId, keep).then(
+        (count) => {
+          queue.terminalCount = count
+        },
+        (error: Error) => this.deps.logger.error('could not prune terminal queue entries', { sessionId, error: error.message }),
+      )
     }
   }
 }

@@ -13,7 +13,6 @@ import type { EventStore } from '../store/event-store.js'
 import type { QueueStore } from '../store/queue-store.js'
 import type { RunLedger } from '../store/run-ledger.js'
 import type { RunStore } from '../store/run-store.js'
-import type { SaveQueue } from '../store/save-queue.js'
 import type { SessionMemory } from '../store/session-memory.js'
 import type { SessionStore } from '../store/session-store.js'
 import { AdmissionLimits } from './admission-limits.js'
@@ -46,7 +45,6 @@ export interface PromptQueueDeps {
   ledger: RunLedger
   events: EventStore
   sessions: SessionMemory
-  saves: SaveQueue
   limits: QueueLimits
   times: DurabilityTimes
   logger: Logger
@@ -77,11 +75,11 @@ export class PromptQueue {
   private closed = false
 
   constructor(private readonly deps: PromptQueueDeps) {
-    const { bus, entries, saves, runs, limits, executor } = deps
+    const { bus, entries, ledger, logger, runs, limits, executor } = deps
     this.queues = new SessionQueues(bus, entries, deps.shared ? (queue) => this.recovery.adopt(queue) : null)
     this.admission = new AdmissionLimits(limits)
-    this.writer = new QueueEntryWriter({ bus, entries, saves, retainedTerminal: limits.retainedTerminalPerSession })
-    this.supervisor = new RunSupervisor({ executor, writer: this.writer, admission: this.admission, runs, saves })
+    this.writer = new QueueEntryWriter({ bus, entries, ledger, logger, retainedTerminal: limits.retainedTerminalPerSession })
+    this.supervisor = new RunSupervisor({ executor, writer: this.writer, admission: this.admission, runs })
     this.idempotent = new IdempotentAdmissions(entries, limits.idempotencyTtlMs)
     this.drainer = new QueueDrain({
       supervisor: this.supervisor,
@@ -116,8 +114,8 @@ export class PromptQueue {
       this.admission.reserve(requestBytes - replacing.requestBytes, 0)
       Object.assign(replacing, { request, requestBytes, fireAt })
       queue.admitted.set(replacing.queueId, admitted)
-      this.writer.save(replacing)
       this.drainer.schedule(queue, replacing, schedule.debounceMs)
+      await this.writer.write(replacing)
       this.writer.publish(queue, 'QUEUED', replacing)
       return queue.viewOf(replacing)
     }
@@ -175,7 +173,7 @@ export class PromptQueue {
     const queue = await this.queues.get(tenantId, sessionId)
     const entry = queue.outstanding.get(queueId)
     if (!entry) {
-      await this.deps.saves.settled(queueId)
+      // not outstanding: its end was written before it left
       const stored = await this.deps.entries.find(tenantId, sessionId, queueId)
       if (!stored) throw new NotFoundError('queue entry', queueId)
       return { cancelled: false, entry: stored }
@@ -189,7 +187,7 @@ export class PromptQueue {
         finishedAt: now(),
         error: { code: 'CANCELLED', message: 'cancelled before it ran' },
       } satisfies Partial<QueueEntryRecord>)
-      this.writer.finish(queue, entry)
+      await this.writer.finish(queue, entry)
       this.supervisor.ended(queueId)
       return { cancelled: true, entry: { ...entry } }
     }
@@ -233,27 +231,18 @@ export class PromptQueue {
     return (await this.queues.get(tenantId, sessionId)).view()
   }
 
-  /** An entry as it is now: live while outstanding, else as stored once its writes have landed. */
+  /** An entry as it is now: live while outstanding, else as stored (its end was written before it left). */
   async entry(tenantId: string, sessionId: string, queueId: string): Promise<QueueEntryView | null> {
     const queue = await this.queues.get(tenantId, sessionId)
     const live = queue.outstanding.get(queueId)
     if (live) return queue.viewOf(live)
-    await this.deps.saves.settled(queueId)
     const stored = await this.deps.entries.find(tenantId, sessionId, queueId)
     return stored && { ...stored, position: null }
   }
 
-  /** A run as it is now: live while it runs, else as stored once its writes have landed. */
+  /** A run as it is now: live while it runs, else as stored (its end was written before it left). */
   async run(tenantId: string, runId: string): Promise<RunRecord | null> {
-    const live = this.supervisor.liveRun(tenantId, runId)
-    if (live) return live
-    await this.deps.saves.settled(runId)
-    return this.deps.runs.find(tenantId, runId)
-  }
-
-  /** Resolves when every record write queued so far has landed. */
-  settled(): Promise<void> {
-    return this.deps.saves.flush()
+    return this.supervisor.liveRun(tenantId, runId) ?? this.deps.runs.find(tenantId, runId)
   }
 
   isRunning(runId: string): boolean {
@@ -284,8 +273,7 @@ export class PromptQueue {
       if (entry !== queue.active?.entry) await this.cancel(tenantId, sessionId, entry.queueId)
     if (queue.active) await this.cancel(tenantId, sessionId, queue.active.entry.queueId)
     queue.deleting = true
-    await this.deps.saves.flush()
-    await this.deps.bus.flush() // the cancels' events are written before the log is deleted
+    await this.deps.bus.flush() // the events published before the cancels are written before the log is deleted
   }
 
   /** Another instance took the session over: stop its run here (its new owner ends it) and forget it. */

@@ -3,7 +3,6 @@ import { advanceEntry } from '../domain/lifecycles.js'
 import type { QueueEntryRecord, RunRecord } from '../domain/records.js'
 import { type RunExecutor, RunStop } from '../runner/run-executor.js'
 import type { RunStore } from '../store/run-store.js'
-import type { SaveQueue } from '../store/save-queue.js'
 import type { AdmissionLimits } from './admission-limits.js'
 import type { QueueEntryWriter } from './entry-writer.js'
 import type { ActiveRun, SessionQueue } from './session-queue.js'
@@ -13,7 +12,6 @@ export interface RunSupervisorDeps {
   writer: QueueEntryWriter
   admission: AdmissionLimits
   runs: RunStore
-  saves: SaveQueue
 }
 
 const now = () => new Date().toISOString()
@@ -36,7 +34,7 @@ export class RunSupervisor {
     entry.startedAt = now()
     writer.publish(queue, 'STARTED', entry)
     // the run claims the entry (STARTING, with its id) in the transaction that inserts it
-    const handle = executor.start(entry, queue.admitted.get(entry.queueId) ?? null)
+    const handle = executor.start(entry, queue.admitted.get(entry.queueId) ?? null, writer.journalOf(entry))
     queue.admitted.delete(entry.queueId)
     // RUNNING is not written: STARTING already marks it mid-run in the store
     void handle.generating.then((started) => {
@@ -59,7 +57,6 @@ export class RunSupervisor {
   async cancel(active: ActiveRun): Promise<boolean> {
     if (!active.handle.stop(new RunStop('CANCELLED', 'cancelled while running'))) return false
     await active.done
-    await this.deps.saves.settled(active.entry.queueId)
     return true
   }
 
@@ -81,10 +78,9 @@ export class RunSupervisor {
       active.handle.stop(new RunStop('ABORTED', reason?.trim() || 'aborted by request'))
     ) {
       await active.done
-      await this.deps.saves.settled(runId)
       return { aborted: true, run: { ...active.handle.run } }
     }
-    await this.deps.saves.settled(runId)
+    // not live here: ended (its end was written before it left), or run by another instance
     const run = await this.deps.runs.find(tenantId, runId)
     if (!run) throw new NotFoundError('run', runId)
     return { aborted: false, run }

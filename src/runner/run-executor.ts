@@ -9,6 +9,7 @@ import { type AnswerHooks, type AnswerProgress, produceAnswer } from './answer.j
 import { ModelCaller } from './model-caller.js'
 import { alternativeOf, type Branch, type BranchFactory, runParallel } from './parallel.js'
 import type { AdmittedPrompt, Candidate, PromptPreparer } from './prepare.js'
+import type { RecordJournal } from './record-journal.js'
 import { type RunEnding, RunRecorder, type RunRecorderDeps, type Stall } from './run-recorder.js'
 import { SteerInbox } from './steer-inbox.js'
 import { type CoalescerPacing, TokenCoalescer } from './token-coalescer.js'
@@ -66,10 +67,11 @@ const newProgress = (): AnswerProgress => ({ text: '', segment: '', attempt: 0, 
 export class RunExecutor {
   constructor(private readonly deps: RunExecutorDeps) {}
 
-  start(entry: QueueEntryRecord, admitted: AdmittedPrompt | null): RunHandle {
+  /** `entryJournal`: the entry's writes; the run's row is inserted with its claim of the entry, after them. */
+  start(entry: QueueEntryRecord, admitted: AdmittedPrompt | null, entryJournal: RecordJournal): RunHandle {
     const controller = new AbortController()
     let ending = false
-    const recorder = new RunRecorder(this.deps, entry, (stall) => {
+    const recorder = new RunRecorder(this.deps, entry, entryJournal, (stall) => {
       if (!ending && !controller.signal.aborted) controller.abort(STALLS[stall])
     })
     const steers = new SteerInbox()

@@ -8,14 +8,13 @@ import { inSpan } from '../domain/tracing.js'
 import type { SessionEventBus } from '../events/event-bus.js'
 import type { RunLedger } from '../store/run-ledger.js'
 import type { RunStore } from '../store/run-store.js'
-import type { SaveQueue } from '../store/save-queue.js'
 import type { SessionMemory } from '../store/session-memory.js'
+import { RecordJournal } from './record-journal.js'
 
 export interface RunRecorderDeps {
   bus: SessionEventBus
   runs: RunStore
   ledger: RunLedger
-  saves: SaveQueue
   sessions: SessionMemory
   logger: Logger
   metrics: Metrics
@@ -43,12 +42,10 @@ export interface RunEnding {
 export type Stall = 'STALE' | 'NO_PROGRESS'
 
 const now = () => new Date().toISOString()
-/** The save-queue tag of a write of the whole run row. */
-const ROW_SAVE = 'row'
 
 /**
- * The durable side of one run: its row (inserted with its entry's claim, updated through the
- * ordered save queue, so no write waits on the token path), its heartbeat and progress marks,
+ * The durable side of one run: its row (inserted with its entry's claim, updated through its
+ * journal, so no write waits on the token path), its heartbeat and progress marks,
  * the marker of an open model call, its status moves through the run state machine, and its
  * end — row, entry, history turn, last events — written in one transaction (DESIGN §6).
  */
@@ -57,6 +54,8 @@ export class RunRecorder {
   /** Logs with the run's tenant, session, entry and run ids on every line. */
   readonly logger: Logger
   private readonly heartbeat: NodeJS.Timeout
+  private readonly journal: RecordJournal
+  private readonly onWriteError = (error: unknown) => this.logger.error('a run write failed', { error: (error as Error).message })
   private lastProgress = Date.now()
   private openCalls = 0
   /** The row as last written (JSON), so a save with nothing new costs no statement. */
@@ -65,6 +64,8 @@ export class RunRecorder {
   constructor(
     private readonly deps: RunRecorderDeps,
     private readonly entry: QueueEntryRecord,
+    /** The entry's journal: the run's row is inserted by a claim of the entry queued there, after its earlier writes. */
+    entryJournal: RecordJournal,
     onStall: (stall: Stall) => void,
   ) {
     this.run = {
@@ -102,22 +103,24 @@ export class RunRecorder {
     this.logger = deps.logger.child({ tenantId: run.tenantId, sessionId: run.sessionId, queueId: entry.queueId, runId: run.id })
     entry.runId = run.id
     const claimed = { ...entry }
-    // after the entry's own pending writes (a debounce that queued it), so the claim is the last word
-    deps.saves.enqueue(run.id, async () => {
-      await deps.saves.settled(entry.queueId)
+    const claim = entryJournal.write(async () => {
       // the row as it is by now: a status saved meanwhile (RUNNING, the in-flight marker) rides along
       const inserted = { ...run }
       await deps.ledger.start(inserted, claimed)
       this.written = JSON.stringify(inserted)
     })
+    claim.catch(this.onWriteError)
+    this.journal = new RecordJournal(this.onWriteError, claim)
     this.publish({ type: 'RUN_STARTED', run: { ...run } })
     this.heartbeat = setInterval(() => {
       const at = new Date()
       run.heartbeatAt = at.toISOString()
       const progressed = new Date(this.lastProgress)
-      deps.saves.enqueue(run.id, async () => {
-        if (!(await deps.runs.heartbeat(run.id, at, progressed))) onStall('STALE')
-      })
+      this.journal
+        .write(async () => {
+          if (!(await deps.runs.heartbeat(run.id, at, progressed))) onStall('STALE')
+        })
+        .catch(this.onWriteError)
       if (at.getTime() - this.lastProgress > deps.noProgressMs) onStall('NO_PROGRESS')
     }, deps.heartbeatMs)
   }
@@ -144,17 +147,13 @@ export class RunRecorder {
 
   /** Queues a write of the whole row as it is when the write runs (a queued one stands for every later one). */
   save(): void {
-    this.deps.saves.enqueue(
-      this.run.id,
-      async () => {
-        const snapshot = { ...this.run }
-        const row = JSON.stringify(snapshot)
-        if (row === this.written) return
-        await this.deps.runs.update(snapshot)
-        this.written = row
-      },
-      ROW_SAVE,
-    )
+    this.journal.saveRow(async () => {
+      const snapshot = { ...this.run }
+      const row = JSON.stringify(snapshot)
+      if (row === this.written) return
+      await this.deps.runs.update(snapshot)
+      this.written = row
+    })
   }
 
   /** Moves the run through its state machine; `save` writes the new status at once. A repair is progress. */
@@ -193,8 +192,7 @@ export class RunRecorder {
     let final: RunRecord = ended
     try {
       // the end writes the whole row: a row save still waiting would only delay it
-      deps.saves.discard(run.id, ROW_SAVE)
-      await deps.saves.settled(run.id)
+      await this.journal.close()
       const written = await inSpan('promptline.run.end', { 'promptline.run.status': ended.status }, () =>
         deps.bus.commit(run.tenantId, run.sessionId!, run.id, events, (numbered, earlier) =>
           deps.ledger.finish({ run: ended, entry: endedEntry, messages, events: numbered, earlier }),
@@ -219,7 +217,7 @@ export class RunRecorder {
       // the row save the end stood for, as the run still is (live, no call open): without it the
       // reaper would also wait out the grace of an open call
       const live = { ...run }
-      deps.saves.enqueue(run.id, () => deps.runs.update(live), ROW_SAVE)
+      this.journal.write(() => deps.runs.update(live)).catch(this.onWriteError)
     }
     Object.assign(run, final)
     endEntry(entry, final, ending.unappliedSteerIds)

@@ -34,7 +34,6 @@ import { CatalogService } from '../services/catalog-service.js'
 import { RunService } from '../services/run-service.js'
 import { SessionRouter } from '../services/session-router.js'
 import { SessionService } from '../services/session-service.js'
-import { SaveQueue } from '../store/save-queue.js'
 import { SessionMemory } from '../store/session-memory.js'
 import { openStore, type Store } from '../store/store.js'
 import { ApiKeyRing } from './api-keys.js'
@@ -51,7 +50,7 @@ export interface App {
   keys: ApiKeyRing
   store: Store
   queue: PromptQueue
-  /** Waits until every write queued so far has landed (for tests and shutdown). */
+  /** Waits until every event published so far is written (for tests and shutdown). */
   flush(): Promise<void>
   /**
    * Drains: /readyz answers 503, no prompt is admitted, running prompts get `shutdownGraceMs` to
@@ -102,7 +101,6 @@ export async function createApp(options: AppOptions, secrets: SecretLookup, logg
     const sessionMemory = new SessionMemory(store.sessions)
     const allowlist = options.credentialEnvAllowlist ?? []
     const preparer = new PromptPreparer(catalog, sessionMemory, secrets, allowlist)
-    const saves = new SaveQueue((key, error) => logger.error('a record write failed', { key, error: (error as Error).message }))
     const busOptions = { ...DEFAULT_EVENT_BUS_OPTIONS, ...options.events }
     const metrics = new PrometheusMetrics()
     const bus = new SessionEventBus(store.events, store.sessions, logger, busOptions, link, metrics)
@@ -126,7 +124,6 @@ export async function createApp(options: AppOptions, secrets: SecretLookup, logg
       bus,
       runs: store.runs,
       ledger: store.ledger,
-      saves,
       sessions: sessionMemory,
       logger,
       metrics,
@@ -142,7 +139,6 @@ export async function createApp(options: AppOptions, secrets: SecretLookup, logg
       ledger: store.ledger,
       events: store.events,
       sessions: sessionMemory,
-      saves,
       limits: { ...DEFAULT_QUEUE_LIMITS, ...options.limits },
       times,
       logger,
@@ -195,10 +191,7 @@ export async function createApp(options: AppOptions, secrets: SecretLookup, logg
     await queue.recover()
     ownership.start()
     webhooks.start()
-    const flush = async () => {
-      await saves.flush()
-      await bus.flush()
-    }
+    const flush = () => bus.flush()
     const drain = () =>
       (draining ??= (async () => {
         await queue.close(options.shutdownGraceMs ?? 10_000)

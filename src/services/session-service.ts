@@ -132,7 +132,7 @@ export class SessionService {
   private async queueOfHere(tenantId: string, sessionId: string, includeTerminal: boolean): Promise<QueueEntryView[]> {
     const outstanding = await this.queue.outstanding(tenantId, sessionId)
     if (!includeTerminal) return outstanding
-    await this.queue.settled()
+    // an entry leaves the outstanding ones only once its end is written, so none falls between the two reads
     const live = new Set(outstanding.map((e) => e.queueId))
     const stored = (await this.store.entries.forSession(tenantId, sessionId, true)).filter((e) => !live.has(e.queueId))
     return [...stored.map((e) => ({ ...e, position: null })), ...outstanding].sort((a, b) => a.queueSequence - b.queueSequence)

@@ -53,6 +53,15 @@ export class RunLedger {
     ])
   }
 
+  /** Ends an entry that never ran, with the events that report it, in one transaction; resolves to true once written. */
+  async endEntry(entry: QueueEntryRecord, events: SessionEvent[]): Promise<boolean> {
+    await this.db.$transaction(async (tx) => {
+      await tx.queueEntry.updateMany({ where: { id: entry.queueId }, data: entryData(entry) })
+      await this.events.append(events, tx)
+    })
+    return true
+  }
+
   /**
    * Writes a run's end if the run is still live (and, with `stale`, still stale); returns
    * whether it did. When it did not, only `earlier` was written.
