@@ -172,12 +172,18 @@ describe.each(providers)('sessions and the prompt queue (%s)', (provider) => {
     expect(requestsWith(`charlie ${whenBusy}`)[0]!.messages.length).toBe(kept.length + 1)
   })
 
-  it('never runs a cancelled queued entry', async () => {
+  it('never runs a cancelled queued entry, and answers the cancel once the entry and its FINISHED event are stored', async () => {
     const s = await createSession(t, 'cancel-queued')
     const running = await enqueue(t, { sessionId: s, input: words(4), overrides: slow(50) })
     const queued = await enqueue(t, { sessionId: s, input: 'never to be run' })
     const { data } = await t.request(CancelPromptDocument, { sessionId: s, queueId: queued.queueId })
     expect(data!.cancelPrompt).toMatchObject({ cancelled: true, entry: { status: 'CANCELLED', runId: null } })
+    const { store } = t.app
+    expect(await store.entries.find('local', s, queued.queueId)).toMatchObject({ status: 'CANCELLED' })
+    const logged = await store.events.after('local', s, 0, 1000)
+    expect(logged).toContainEqual(
+      expect.objectContaining({ type: 'QUEUE_ENTRY', kind: 'FINISHED', entry: expect.objectContaining({ queueId: queued.queueId }) }),
+    )
     await waitForEntry(t, s, running.queueId, ['COMPLETED'])
     await sleep(100)
     expect(requestsWith('never to be run')).toHaveLength(0)
