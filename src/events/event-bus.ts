@@ -344,23 +344,24 @@ export class SessionEventBus {
       const unhear = (await this.relay?.hear(tenantId, sessionId)) ?? (() => {})
       try {
         if (options.afterSequence !== null) {
-          // what was unwritten when we started listening; later events arrive through the listener
+          // what is unwritten now is asked first (of the owner, when another instance numbers the
+          // session), so an event written meanwhile is in the store read after it; events
+          // delivered from now on arrive through the listener
           const stream = this.streams.get(sessionTopic(tenantId, sessionId))
-          const unwritten = (stream?.unwritten ?? []).filter((e) => !runId || e.runId === runId)
-          const replay = async () => {
-            for (;;) {
-              const page = runId
-                ? await this.events.forRun(tenantId, runId, last, 500)
-                : await this.events.after(tenantId, sessionId, last, 500)
-              for (const event of page) if (event.sequence > last) await pushReplayed(event)
-              if (page.length < 500) break
+          const unwritten = stream ? stream.unwritten.slice() : ((await options.ownersTail?.(last)) ?? [])
+          const tail = unwritten.filter((e) => e.sequence > last && (!runId || e.runId === runId))
+          const pushTailBefore = async (sequence: number) => {
+            while (tail.length > 0 && tail[0]!.sequence < sequence) {
+              const event = tail.shift()!
+              if (event.sequence > last) await pushReplayed(event)
             }
           }
-          if (stream?.stored !== false) await replay()
-          // another instance numbers this session: what it delivered before we heard it and has
-          // not written yet is asked of it
-          const tail = !stream && options.ownersTail ? await options.ownersTail(last) : unwritten
-          for (const event of tail) if (event.sequence > last && (!runId || event.runId === runId)) await pushReplayed(event)
+          if (stream?.stored !== false)
+            for await (const event of this.storedAfter(tenantId, sessionId, runId, last)) {
+              await pushTailBefore(event.sequence)
+              if (event.sequence > last) await pushReplayed(event)
+            }
+          await pushTailBefore(Number.POSITIVE_INFINITY)
         } else {
           last = 0
         }
@@ -380,5 +381,15 @@ export class SessionEventBus {
         if (until?.(event)) stop()
       }
     }, new FixedBuffer(this.options.subscriberBuffer))
+  }
+
+  /** The stored events of a session (or one run of it) after `afterSequence`, page by page. */
+  private async *storedAfter(tenantId: string, sessionId: string, runId: string | undefined, afterSequence: number) {
+    for (let after = afterSequence; ; ) {
+      const page = runId ? await this.events.forRun(tenantId, runId, after, 500) : await this.events.after(tenantId, sessionId, after, 500)
+      yield* page
+      if (page.length < 500) return
+      after = page.at(-1)!.sequence
+    }
   }
 }

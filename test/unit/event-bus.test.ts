@@ -54,4 +54,35 @@ describe('the session event bus', () => {
     expect(delivered).toEqual([1, 2, 3, 4])
     expect(bus.quiet('t', 's')).toBe(true)
   })
+
+  it('replays to a subscriber on another instance every event the owner wrote while it was asked for its unwritten tail', async () => {
+    const numbered = (sequence: number): SessionEvent => ({
+      ...token(`t${sequence}`),
+      tenantId: 't',
+      sessionId: 's',
+      runId: 'r',
+      sequence,
+      at: '',
+    })
+    // the owner writes 3 and 4 at the moment it is asked, so it answers with no unwritten tail
+    let storedUpTo = 2
+    const store = {
+      after: async (_t: string, _s: string, after: number) =>
+        [1, 2, 3, 4].filter((sequence) => sequence > after && sequence <= storedUpTo).map(numbered),
+    }
+    const bus = new SessionEventBus(store as unknown as EventStore, {} as SessionStore, createLogger('silent'), DEFAULT_EVENT_BUS_OPTIONS)
+    const stream = bus.subscribe({
+      tenantId: 't',
+      sessionId: 's',
+      afterSequence: 0,
+      replayOnly: true,
+      ownersTail: async () => {
+        storedUpTo = 4
+        return []
+      },
+    })
+    const replayed: number[] = []
+    for await (const event of stream) replayed.push(event.sequence)
+    expect(replayed).toEqual([1, 2, 3, 4])
+  })
 })
