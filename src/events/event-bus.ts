@@ -5,15 +5,11 @@ import type { Logger } from '../domain/logger.js'
 import { type Metrics, NO_METRICS } from '../domain/metrics.js'
 import type { EventStore } from '../store/event-store.js'
 import type { SessionStore } from '../store/session-store.js'
-import { EventRelay } from './event-relay.js'
+import { type Fanout, localFanout } from './deployment-pubsub.js'
 import { EventWriter } from './event-writer.js'
-import type { RedisLink } from './redis-link.js'
 
-type Listener = (event: SessionEvent) => void
-
-/** Typed topics: every event goes to its session's topic, and to its run's when it has one. */
-const sessionTopic = (tenantId: string, sessionId: string) => `session:${tenantId}/${sessionId}`
-const runTopic = (runId: string) => `run:${runId}`
+/** A session's stream, and its topic in the fan-out: a run's subscribers take its events from there. */
+const sessionKey = (tenantId: string, sessionId: string) => `${tenantId}/${sessionId}`
 
 /** An event numbered but not yet delivered, because it, or one before it, waits for its write. */
 interface Outgoing {
@@ -76,20 +72,17 @@ function newStream(next: number, ceiling: number, stored: boolean): Stream {
  */
 export class SessionEventBus {
   private readonly streams = new Map<string, Stream>()
-  private readonly listeners = new Map<string, Set<Listener>>()
   private readonly writer: EventWriter
-  /** With several instances: events go to the others' subscribers through Redis. */
-  private readonly relay: EventRelay | null
 
   constructor(
     private readonly events: EventStore,
     private readonly sessions: SessionStore,
     private readonly logger: Logger,
     private readonly options: EventBusOptions = DEFAULT_EVENT_BUS_OPTIONS,
-    link: RedisLink | null = null,
+    /** Where delivered events go to every subscriber: in memory, or every instance's through Redis. */
+    private readonly fanout: Fanout = localFanout(),
     metrics: Metrics = NO_METRICS,
   ) {
-    this.relay = link && new EventRelay(link, (event) => this.notifyHere(event))
     this.writer = new EventWriter(
       events,
       logger,
@@ -101,7 +94,7 @@ export class SessionEventBus {
 
   /** The writer's word on events: delivered ones leave the unwritten tail, waiting ones may go. */
   private writerSettled(events: readonly SessionEvent[], outcome: 'stored' | 'refused'): void {
-    const stream = this.streams.get(sessionTopic(events[0]!.tenantId, events[0]!.sessionId))
+    const stream = this.streams.get(sessionKey(events[0]!.tenantId, events[0]!.sessionId))
     if (!stream) return
     if (outcome === 'stored') stream.stored = true
     const waiting: SessionEvent[] = []
@@ -120,7 +113,7 @@ export class SessionEventBus {
    * resolved before the session's first `publish`.
    */
   async open(tenantId: string, sessionId: string): Promise<void> {
-    const key = sessionTopic(tenantId, sessionId)
+    const key = sessionKey(tenantId, sessionId)
     if (this.streams.has(key)) return
     const [ceiling, persisted] = await Promise.all([
       this.sessions.sequenceCeiling(tenantId, sessionId),
@@ -143,12 +136,12 @@ export class SessionEventBus {
    * to read, and nothing to replay from the store until one of its events is written.
    */
   openCreated(tenantId: string, sessionId: string): void {
-    this.streams.set(sessionTopic(tenantId, sessionId), newStream(1, this.options.sequenceBlock, false))
+    this.streams.set(sessionKey(tenantId, sessionId), newStream(1, this.options.sequenceBlock, false))
   }
 
   /** Whether nothing of the session's stream is waiting to be written, committed or reserved. */
   quiet(tenantId: string, sessionId: string): boolean {
-    const stream = this.streams.get(sessionTopic(tenantId, sessionId))
+    const stream = this.streams.get(sessionKey(tenantId, sessionId))
     return !stream || (stream.unwritten.length === 0 && stream.outbox.length === 0 && !stream.raising)
   }
 
@@ -158,19 +151,19 @@ export class SessionEventBus {
    * number the session (it may then be a little behind: a few events replay, none are missed).
    */
   async lastSequence(tenantId: string, sessionId: string): Promise<number> {
-    const stream = this.streams.get(sessionTopic(tenantId, sessionId))
+    const stream = this.streams.get(sessionKey(tenantId, sessionId))
     return stream ? stream.delivered : this.events.maxSequence(tenantId, sessionId)
   }
 
   /** The events of a session this instance numbers that were delivered after `afterSequence` and are not written yet. */
   unwrittenAfter(tenantId: string, sessionId: string, afterSequence: number): SessionEvent[] {
-    const unwritten = this.streams.get(sessionTopic(tenantId, sessionId))?.unwritten ?? []
+    const unwritten = this.streams.get(sessionKey(tenantId, sessionId))?.unwritten ?? []
     return unwritten.filter((event) => event.sequence > afterSequence)
   }
 
   /** Forgets a session's stream (deleted, unloaded, or now numbered by another instance). */
   forget(tenantId: string, sessionId: string): void {
-    this.streams.delete(sessionTopic(tenantId, sessionId))
+    this.streams.delete(sessionKey(tenantId, sessionId))
   }
 
   publish(tenantId: string, sessionId: string, runId: string | null, data: SessionEventData): SessionEvent {
@@ -223,12 +216,12 @@ export class SessionEventBus {
       const { event, state: settled } = stream.outbox.shift()!
       if (settled === 'refused') continue
       if (settled === 'held') stream.unwritten.push(event)
-      this.deliver(stream, sessionTopic(event.tenantId, event.sessionId), event)
+      this.deliver(stream, event)
     }
   }
 
   private stream(tenantId: string, sessionId: string): Stream {
-    const stream = this.streams.get(sessionTopic(tenantId, sessionId))
+    const stream = this.streams.get(sessionKey(tenantId, sessionId))
     if (!stream) throw new Error(`event stream of session ${sessionId} was not opened`)
     return stream
   }
@@ -243,24 +236,12 @@ export class SessionEventBus {
   private release(stream: Stream, event: SessionEvent): void {
     stream.unwritten.push(event)
     this.writer.enqueue(event)
-    this.deliver(stream, sessionTopic(event.tenantId, event.sessionId), event)
+    this.deliver(stream, event)
   }
 
-  private deliver(stream: Stream, sessionKey: string, event: SessionEvent): void {
+  private deliver(stream: Stream, event: SessionEvent): void {
     stream.delivered = event.sequence
-    this.notifyHere(event, sessionKey)
-    this.relay?.send(event)
-  }
-
-  /** Delivers to this instance's subscribers of the event's session and run. */
-  private notifyHere(event: SessionEvent, sessionKey = sessionTopic(event.tenantId, event.sessionId)): void {
-    this.notify(sessionKey, event)
-    if (event.runId !== null) this.notify(runTopic(event.runId), event)
-  }
-
-  private notify(topic: string, event: SessionEvent): void {
-    const listeners = this.listeners.get(topic)
-    if (listeners) for (const listener of listeners) listener(event)
+    this.fanout.pubsub.publish('sessionEvents', sessionKey(event.tenantId, event.sessionId), event)
   }
 
   private raiseCeiling(tenantId: string, sessionId: string, stream: Stream): void {
@@ -287,19 +268,6 @@ export class SessionEventBus {
   /** Stops the writer after writing everything. */
   close(): Promise<void> {
     return this.writer.close()
-  }
-
-  private listen(topic: string, listener: Listener): () => void {
-    let set = this.listeners.get(topic)
-    if (!set) {
-      set = new Set()
-      this.listeners.set(topic, set)
-    }
-    set.add(listener)
-    return () => {
-      set.delete(listener)
-      if (set.size === 0) this.listeners.delete(topic)
-    }
   }
 
   /**
@@ -337,17 +305,19 @@ export class SessionEventBus {
         }
         if (until?.(event)) stop()
       }
-      const unlisten = this.listen(runId ? runTopic(runId) : sessionTopic(tenantId, sessionId), (event) => {
+      const key = sessionKey(tenantId, sessionId)
+      const unlisten = this.fanout.listen('sessionEvents', key, (event) => {
+        if (runId && event.runId !== runId) return
         if (replaying) arrived.push(event)
         else deliver(event)
       })
-      const unhear = (await this.relay?.hear(tenantId, sessionId)) ?? (() => {})
       try {
+        await this.fanout.heard('sessionEvents', key)
         if (options.afterSequence !== null) {
           // what is unwritten now is asked first (of the owner, when another instance numbers the
           // session), so an event written meanwhile is in the store read after it; events
           // delivered from now on arrive through the listener
-          const stream = this.streams.get(sessionTopic(tenantId, sessionId))
+          const stream = this.streams.get(sessionKey(tenantId, sessionId))
           const unwritten = stream ? stream.unwritten.slice() : ((await options.ownersTail?.(last)) ?? [])
           const tail = unwritten.filter((e) => e.sequence > last && (!runId || e.runId === runId))
           const pushTailBefore = async (sequence: number) => {
@@ -372,7 +342,6 @@ export class SessionEventBus {
         await stop
       } finally {
         unlisten()
-        unhear()
       }
 
       async function pushReplayed(event: SessionEvent) {

@@ -16,8 +16,8 @@ import {
 } from '../domain/limits.js'
 import type { Logger } from '../domain/logger.js'
 import { DEFAULT_RETRY_DELAYS_MS, WebhookSigners } from '../domain/webhooks.js'
+import { localFanout, RedisFanout } from '../events/deployment-pubsub.js'
 import { DEFAULT_EVENT_BUS_OPTIONS, type EventBusOptions, SessionEventBus } from '../events/event-bus.js'
-import { RedisLink } from '../events/redis-link.js'
 import { DEFAULT_WEBHOOK_TIMES, WebhookDispatcher, type WebhookDispatcherOptions } from '../events/webhook-dispatcher.js'
 import { AnthropicModelClient } from '../providers/anthropic-client.js'
 import { FakeModelClient } from '../providers/fake-client.js'
@@ -93,9 +93,9 @@ export interface AppOptions {
 export async function createApp(options: AppOptions, secrets: SecretLookup, logger: Logger): Promise<App> {
   const files = loadCatalogFiles(options.catalogDir)
   const store = await openStore(options.databaseUrl)
-  let link: RedisLink | null = null
+  let link: RedisFanout | null = null
   try {
-    if (options.redisUrl) link = await RedisLink.connect(options.redisUrl, options.redisPrefix ?? 'promptline:', logger)
+    if (options.redisUrl) link = await RedisFanout.connect(options.redisUrl, options.redisPrefix ?? 'promptline:', logger)
     // with several instances a cached definition or session could be stale: read them from the store
     const catalog = await Catalog.open(store, files, { cached: link === null })
     const sessionMemory = new SessionMemory(store.sessions)
@@ -103,7 +103,7 @@ export async function createApp(options: AppOptions, secrets: SecretLookup, logg
     const preparer = new PromptPreparer(catalog, sessionMemory, secrets, allowlist)
     const busOptions = { ...DEFAULT_EVENT_BUS_OPTIONS, ...options.events }
     const metrics = new PrometheusMetrics()
-    const bus = new SessionEventBus(store.events, store.sessions, logger, busOptions, link, metrics)
+    const bus = new SessionEventBus(store.events, store.sessions, logger, busOptions, link?.fanout ?? localFanout(), metrics)
     const clients: Record<BackendKind, ModelClient> = {
       FAKE: new FakeModelClient(),
       OPENAI: new OpenAIModelClient(),

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto'
 import * as domainErrors from '../domain/errors.js'
 import { InternalError, PromptlineError } from '../domain/errors.js'
 import type { Logger } from '../domain/logger.js'
-import type { RedisLink } from '../events/redis-link.js'
+import type { RedisFanout } from '../events/deployment-pubsub.js'
 import type { SessionOwnership } from '../queue/session-leases.js'
 import type { SessionOperation, SessionOperations } from './session-operations.js'
 
@@ -58,18 +58,21 @@ export class SessionRouter {
 
   constructor(
     private readonly ownership: SessionOwnership,
-    private readonly link: RedisLink | null,
+    /** With several instances: how they reach each other. */
+    private readonly remote: RedisFanout | null,
     private readonly logger: Logger,
   ) {}
 
   /** Starts answering calls from other instances. */
   async start(): Promise<void> {
-    if (!this.link) return
-    this.unsubscribe = await this.link.subscribe(`calls:${this.link.instanceId}`, (message) => {
+    if (!this.remote) return
+    const { fanout, instanceId } = this.remote
+    this.unsubscribe = fanout.listen('calls', instanceId, (message) => {
       const m = message as Call | Answer
       if (m.kind === 'answer') this.waiting.get(m.id)?.settle(m)
       else void this.answer(m)
     })
+    await fanout.heard('calls', instanceId)
   }
 
   handle<K extends SessionOperation>(op: K, handler: SessionOperations[K]): void {
@@ -87,7 +90,7 @@ export class SessionRouter {
     for (let attempt = 0; ; attempt++) {
       const claim = await this.ownership.claim(tenantId, sessionId)
       // no owner: no such session; the handler here answers NOT_FOUND
-      if (claim.mine || claim.owner === null || !this.link) return this.runHere(op, args)
+      if (claim.mine || claim.owner === null || !this.remote) return this.runHere(op, args)
       try {
         return (await this.ask(claim.owner, { tenantId, sessionId, op, args }, timeoutMs)) as Awaited<ReturnType<SessionOperations[K]>>
       } catch (error) {
@@ -105,7 +108,7 @@ export class SessionRouter {
   }
 
   private ask(owner: string, call: Pick<Call, 'tenantId' | 'sessionId' | 'op' | 'args'>, timeoutMs: number): Promise<unknown> {
-    const link = this.link!
+    const { fanout, instanceId } = this.remote!
     const id = randomUUID()
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
@@ -121,12 +124,11 @@ export class SessionRouter {
           else reject(new NotOwner())
         },
       })
-      link.publish(`calls:${owner}`, { kind: 'call', id, from: link.instanceId, ...call } satisfies Call)
+      fanout.pubsub.publish('calls', owner, { kind: 'call', id, from: instanceId, ...call } satisfies Call)
     })
   }
 
   private async answer(call: Call): Promise<void> {
-    const link = this.link!
     let answer: Answer
     try {
       const claim = await this.ownership.claim(call.tenantId, call.sessionId)
@@ -136,7 +138,7 @@ export class SessionRouter {
       if (!(error instanceof PromptlineError)) this.logger.error('a routed call failed', { op: call.op, error: (error as Error).message })
       answer = { kind: 'answer', id: call.id, error: sent(error) }
     }
-    link.publish(`calls:${call.from}`, answer)
+    this.remote!.fanout.pubsub.publish('calls', call.from, answer)
   }
 
   close(): void {

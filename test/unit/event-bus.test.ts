@@ -85,4 +85,26 @@ describe('the session event bus', () => {
     for await (const event of stream) replayed.push(event.sequence)
     expect(replayed).toEqual([1, 2, 3, 4])
   })
+
+  it('delivers to a dozen subscribers of one session, with no listener-leak warning', async () => {
+    const log = heldLog()
+    const bus = new SessionEventBus(log.store, {} as SessionStore, createLogger('silent'), DEFAULT_EVENT_BUS_OPTIONS)
+    bus.openCreated('t', 's')
+    const warnings: Error[] = []
+    const onWarning = (warning: Error) => warnings.push(warning)
+    process.on('warning', onWarning)
+    try {
+      const streams = Array.from({ length: 12 }, () => bus.subscribe({ tenantId: 't', sessionId: 's', afterSequence: null }))
+      const firsts = streams.map((stream) => stream.next())
+      await new Promise(setImmediate)
+      bus.publish('t', 's', null, token('to all'))
+      const received = await Promise.all(firsts)
+      expect(received.map((r) => r.value.sequence)).toEqual(Array(12).fill(1))
+      await Promise.all(streams.map((stream) => stream.return?.()))
+      await new Promise(setImmediate)
+      expect(warnings.map((w) => w.name)).toEqual([])
+    } finally {
+      process.off('warning', onWarning)
+    }
+  })
 })

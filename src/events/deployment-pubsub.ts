@@ -1,0 +1,121 @@
+import { randomUUID } from 'node:crypto'
+import { setMaxListeners } from 'node:events'
+import { createRedisEventTarget } from '@graphql-yoga/redis-event-target'
+import { createPubSub, type PubSub, type PubSubEvent, type PubSubEventTarget } from '@graphql-yoga/subscription'
+import type { Redis } from 'ioredis'
+import type { SessionEvent } from '../domain/events.js'
+import type { Logger } from '../domain/logger.js'
+
+/** What goes through the deployment's pub/sub, by topic; a topic's id names whom it is for. */
+type DeploymentTopics = {
+  /** A session's events, by `tenantId/sessionId`. */
+  sessionEvents: [sessionKey: string, event: SessionEvent]
+  /** Calls to a session's owner and their answers, by the instance they are for. */
+  calls: [instanceId: string, message: unknown]
+}
+type Topic = keyof DeploymentTopics
+type DeploymentEvent = PubSubEvent<DeploymentTopics, Topic>
+
+/**
+ * Fan-out: yoga's `createPubSub` on an event target, in memory for one process or
+ * `@graphql-yoga/redis-event-target` for several, so what one instance publishes reaches every
+ * instance's listeners (its own too). Listeners are the event target's; they are called as
+ * values arrive, so each subscriber buffers (and cuts off) on its own. (yoga's `subscribe` would
+ * give each a Repeater that throws into the event target once 1 024 values wait, and its
+ * `repeaterBuffer` is one buffer shared by every subscription.)
+ */
+export class Fanout {
+  readonly pubsub: PubSub<DeploymentTopics>
+
+  constructor(
+    private readonly target: PubSubEventTarget<DeploymentTopics>,
+    /** Resolves once the target hears everything published to a topic it was just asked to listen to. */
+    private readonly confirm: (topic: string) => Promise<void> = async () => {},
+  ) {
+    this.pubsub = createPubSub<DeploymentTopics>({ eventTarget: target })
+  }
+
+  /** Calls `listener` with what is published to `topic:id` from now on, until the returned function is called. */
+  listen<K extends Topic>(topic: K, id: string, listener: (value: DeploymentTopics[K][1]) => void): () => void {
+    const name = `${topic}:${id}`
+    const onEvent = (event: DeploymentEvent) => listener(event.detail as DeploymentTopics[K][1])
+    this.target.addEventListener(name, onEvent)
+    return () => this.target.removeEventListener(name, onEvent)
+  }
+
+  /** Resolves once a listener just added to `topic:id` hears everything published to it (at once in memory; Redis confirms). */
+  heard(topic: Topic, id: string): Promise<void> {
+    return this.confirm(`${topic}:${id}`)
+  }
+}
+
+/** One process alone: an in-memory event target. */
+export function localFanout(): Fanout {
+  const target = new EventTarget()
+  // a session may have any number of subscribers: no leak warning past ten
+  setMaxListeners(0, target)
+  return new Fanout(target as PubSubEventTarget<DeploymentTopics>)
+}
+
+/**
+ * Several instances over Redis: one connection publishes, one listens (a subscribed connection
+ * can do nothing else); topics are named under `prefix`, so several deployments (or test runs)
+ * can share one Redis. Its owner calls `close()`.
+ */
+export class RedisFanout {
+  /** This process: a new id at every start, so a restarted instance never inherits a dead one's leases. */
+  readonly instanceId = randomUUID()
+  readonly fanout: Fanout
+
+  private constructor(
+    private readonly publisher: Redis,
+    private readonly subscriber: Redis,
+    prefix: string,
+    logger: Logger,
+  ) {
+    const redis = createRedisEventTarget<DeploymentEvent>({ publishClient: publisher, subscribeClient: subscriber })
+    const target: PubSubEventTarget<DeploymentTopics> = {
+      addEventListener: (topic, listener) => redis.addEventListener(prefix + topic, listener),
+      removeEventListener: (topic, listener) => redis.removeEventListener(prefix + topic, listener),
+      // published here rather than by the Redis target, which leaves a failed publish unhandled:
+      // a failure is logged, never thrown (the database stays the record)
+      dispatchEvent: (event) => {
+        publisher.publish(prefix + event.type, JSON.stringify(event.detail)).catch((error: Error) => {
+          logger.warn('could not publish to redis', { topic: event.type, error: error.message })
+        })
+        return true
+      },
+    }
+    // the Redis target subscribes without waiting; the listening connection answers in order,
+    // so a second SUBSCRIBE's answer means the first is in force
+    this.fanout = new Fanout(target, async (topic) => {
+      await subscriber.subscribe(prefix + topic)
+    })
+  }
+
+  /** Loads ioredis only here: a single instance without Redis never needs it. */
+  static async connect(url: string, prefix: string, logger: Logger): Promise<RedisFanout> {
+    const { Redis: RedisClient } = await import('ioredis')
+    const options = { lazyConnect: true, maxRetriesPerRequest: 3, enableAutoPipelining: true }
+    const publisher = new RedisClient(url, options)
+    const subscriber = new RedisClient(url, options)
+    for (const connection of [publisher, subscriber])
+      connection.on('error', (error: Error) => logger.warn('redis connection error', { error: error.message }))
+    try {
+      await Promise.all([publisher.connect(), subscriber.connect()])
+    } catch (error) {
+      publisher.disconnect()
+      subscriber.disconnect()
+      throw new Error(`could not connect to Redis: ${(error as Error).message}`)
+    }
+    return new RedisFanout(publisher, subscriber, prefix, logger)
+  }
+
+  async ping(): Promise<void> {
+    await this.publisher.ping()
+  }
+
+  async close(): Promise<void> {
+    await Promise.allSettled([this.publisher.quit(), this.subscriber.quit()])
+  }
+}
