@@ -32,8 +32,8 @@ export class RunSupervisor {
     const { writer, executor } = this.deps
     advanceEntry(entry, 'STARTING')
     entry.startedAt = now()
-    writer.publish(queue, 'STARTED', entry)
-    // the run claims the entry (STARTING, with its id) in the transaction that inserts it
+    // the run claims the entry (STARTING, with its id) in the transaction that inserts it, with
+    // the entry's STARTED event
     const handle = executor.start(entry, queue.admitted.get(entry.queueId) ?? null, writer.journalOf(entry))
     queue.admitted.delete(entry.queueId)
     // RUNNING is not written: STARTING already marks it mid-run in the store

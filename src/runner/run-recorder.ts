@@ -103,15 +103,23 @@ export class RunRecorder {
     this.logger = deps.logger.child({ tenantId: run.tenantId, sessionId: run.sessionId, queueId: entry.queueId, runId: run.id })
     entry.runId = run.id
     const claimed = { ...entry }
-    const claim = entryJournal.write(async () => {
-      // the row as it is by now: a status saved meanwhile (RUNNING, the in-flight marker) rides along
-      const inserted = { ...run }
-      await deps.ledger.start(inserted, claimed)
-      this.written = JSON.stringify(inserted)
-    })
+    // numbered now, so they come before anything the run publishes; written with the claim, in
+    // the entry's journal after its earlier writes, and delivered once written
+    const reported: SessionEventData[] = [
+      { type: 'QUEUE_ENTRY', kind: 'STARTED', entry: claimed },
+      { type: 'RUN_STARTED', run: { ...run } },
+    ]
+    const claim = deps.bus.commit(run.tenantId, run.sessionId!, run.id, reported, (events, earlier) =>
+      entryJournal.write(async () => {
+        // the row as it is by now: a status saved meanwhile (RUNNING, the in-flight marker) rides along
+        const inserted = { ...run }
+        await deps.ledger.start(inserted, claimed, [...earlier, ...events])
+        this.written = JSON.stringify(inserted)
+        return true
+      }),
+    )
     claim.catch(this.onWriteError)
     this.journal = new RecordJournal(this.onWriteError, claim)
-    this.publish({ type: 'RUN_STARTED', run: { ...run } })
     this.heartbeat = setInterval(() => {
       const at = new Date()
       run.heartbeatAt = at.toISOString()

@@ -39,13 +39,17 @@ export class EventStore {
 
   /** Writes a batch in one statement, on `client` (an open transaction) when given. */
   async append(events: readonly SessionEvent[], client: RawExecutor = this.db): Promise<void> {
-    if (events.length === 0) return
+    if (events.length > 0) await this.insert(events, client)
+  }
+
+  /** The statement that writes a non-empty batch, unsent: for a batch transaction of Prisma's. */
+  insert(events: readonly SessionEvent[], client: RawExecutor = this.db): Prisma.PrismaPromise<number> {
     const postgres = this.raw.provider === 'postgresql'
     const rows = events.map(({ tenantId, sessionId, sequence, runId, at, type, ...payload }) => {
       const json = JSON.stringify(payload)
       return { tenantId, sessionId, sequence, runId, type, at: new Date(at), payload: postgres ? sql`CAST(${json} AS jsonb)` : json }
     })
-    await this.raw.execute(client, this.raw.query.insertInto('RunEvent').values(rows))
+    return this.raw.execute(client, this.raw.query.insertInto('RunEvent').values(rows))
   }
 
   /** Events of a session after `afterSequence`, in order, at most `limit`. */

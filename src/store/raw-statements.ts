@@ -1,3 +1,4 @@
+import type { Prisma } from '@db/client'
 import {
   type Compilable,
   DummyDriver,
@@ -36,8 +37,8 @@ export class RawStatements {
     })
   }
 
-  /** Runs a built statement on `client`; resolves to the rows it changed. */
-  execute(client: RawExecutor, statement: Compilable): Promise<number> {
+  /** A built statement to run on `client` (sent when awaited, or in a batch transaction); resolves to the rows it changed. */
+  execute(client: RawExecutor, statement: Compilable): Prisma.PrismaPromise<number> {
     const { sql, parameters } = statement.compile()
     // Kysely's placeholders, in order: the text between them is the template Prisma binds the values into
     const strings = sql.split(this.provider === 'postgresql' ? /\$\d+/ : /\?/)

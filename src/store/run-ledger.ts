@@ -41,8 +41,8 @@ export class RunLedger {
     private readonly webhooks: WebhookStore,
   ) {}
 
-  /** Inserts the run and claims its entry (STARTING, naming the run) together. */
-  async start(run: RunRecord, entry: QueueEntryRecord): Promise<void> {
+  /** Inserts the run, claims its entry (STARTING, naming the run) and writes `events` (those that report it, and any before them) together. */
+  async start(run: RunRecord, entry: QueueEntryRecord, events: readonly SessionEvent[]): Promise<void> {
     const { id, tenantId, sessionId, queueId, startedAt } = run
     await this.db.$transaction([
       this.db.run.create({
@@ -50,6 +50,7 @@ export class RunLedger {
         select: { id: true },
       }),
       this.db.queueEntry.updateMany({ where: { id: entry.queueId }, data: entryData(entry) }),
+      ...(events.length > 0 ? [this.events.insert(events)] : []),
     ])
   }
 

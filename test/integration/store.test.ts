@@ -148,8 +148,19 @@ describe.each(providers)('records written by the store read back the same (%s)',
       finishedAt: null,
       terminalReason: null,
     }
-    await store.ledger.start(live, { ...entry, status: 'STARTING', runId: 'run-1', error: null, finishedAt: null })
+    const started: SessionEvent = {
+      type: 'QUEUE_ENTRY',
+      kind: 'STARTED',
+      entry,
+      tenantId: 't',
+      sessionId: 's',
+      runId: null,
+      sequence: 460,
+      at: at(460),
+    }
+    await store.ledger.start(live, { ...entry, status: 'STARTING', runId: 'run-1', error: null, finishedAt: null }, [started])
     expect(await store.runs.find('t', 'run-1')).toEqual(live)
+    expect(await store.events.after('t', 's', 459, 1)).toEqual([started])
     expect(await store.entries.find('t', 's', 'q-1')).toMatchObject({ status: 'STARTING', runId: 'run-1' })
     for (const parsedOutput of ['36', [1, 'two'], { x: 1 }, true, null]) {
       await store.runs.update({ ...live, status: 'GENERATING', parsedOutput })
@@ -254,7 +265,7 @@ describe.each(providers)('records written by the store read back the same (%s)',
     await Promise.all(entries.map((e) => store.entries.insert(e)))
     const live = (id: string): RunRecord => ({ ...run, id: `run-${id}`, queueId: `q-${id}`, status: 'GENERATING', finishedAt: null })
     // each start is an insert then an update, each end an update whose count decides the rest
-    await Promise.all(ids.map((id, i) => store.ledger.start(live(id), { ...entries[i]!, status: 'STARTING', runId: `run-${id}` })))
+    await Promise.all(ids.map((id, i) => store.ledger.start(live(id), { ...entries[i]!, status: 'STARTING', runId: `run-${id}` }, [])))
     const ends = await Promise.all(
       ids.map((id, i) =>
         store.ledger.finish({
