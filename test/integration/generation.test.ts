@@ -164,7 +164,7 @@ describe.each(providers)('generation with real vendor clients (%s)', (provider) 
     await tokens.until((r) => r.some((e) => e.data?.runEvents.__typename === 'TokenDeltaEvent'))
     await t.request(AbortRunDocument, { runId })
     await tokens.done()
-    await new Promise((r) => setTimeout(r, 100))
+    await openai.requests.at(-1)!.closed
     expect(openai.requests.at(-1)).toMatchObject({ closedByClient: true, ended: false })
   })
 
@@ -357,7 +357,7 @@ describe.each(providers)('generation with real vendor clients (%s)', (provider) 
     expect(r).toMatchObject({ status: 'COMPLETED', profileId: 'an-plain', output: '{"fast": true}', parsedOutput: { fast: true } })
     const details = (await t.request(RunDetailsDocument, { id: r.id })).data!.run!
     expect(details.alternatives).toEqual([expect.objectContaining({ profileId: 'oa-plain', status: 'ABORTED', valid: null })])
-    await new Promise((resolve) => setTimeout(resolve, 100))
+    await openai.requests.at(-1)!.closed
     expect(openai.requests.at(-1)!.closedByClient).toBe(true)
     const tokens = t.subscribe(RunTokensDocument, { runId: r.id })
     await tokens.done()

@@ -148,14 +148,14 @@ describe.each([
       }
     })().catch((e: unknown) => e)
     expect(error).toBe(reason)
-    await new Promise((r) => setTimeout(r, 100))
+    await server.requests.at(-1)!.closed
     expect(server.requests.at(-1)).toMatchObject({ closedByClient: true, ended: false })
 
     server.script({ hang: true })
     const hanging = new AbortController()
     setTimeout(() => hanging.abort(reason), 100)
     await expect(collect(client, request(server, 'x'), hanging.signal)).rejects.toBe(reason)
-    await new Promise((r) => setTimeout(r, 100))
+    await server.requests.at(-1)!.closed
     expect(server.requests.at(-1)!.closedByClient).toBe(true)
   })
 })

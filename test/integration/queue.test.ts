@@ -6,6 +6,7 @@ import {
   CreateSessionDocument,
   DeleteSessionDocument,
   EnqueuePromptDocument,
+  LastSequenceDocument,
   RunDocument,
   RunPromptDocument,
   SchedulePromptDocument,
@@ -36,8 +37,7 @@ describe.each(providers)('sessions and the prompt queue (%s)', (provider) => {
 
   it('runs three prompts of one session strictly in order, each seeing the answers before it', async () => {
     const s = await createSession(t, 'order')
-    const events = t.subscribe(SessionEventsDocument, { sessionId: s })
-    await sleep(50)
+    const events = t.subscribe(SessionEventsDocument, { sessionId: s, afterSequence: 0 })
     for (const text of ['first prompt', 'second prompt', 'third prompt']) await enqueue(t, { sessionId: s, input: text })
     await events.until((r) => r.filter((e) => e.data?.sessionEvents.__typename === 'RunFinishedEvent').length === 3)
     events.unsubscribe()
@@ -140,8 +140,7 @@ describe.each(providers)('sessions and the prompt queue (%s)', (provider) => {
 
   it.each(['INTERRUPT', 'ROLLBACK'] as const)('%s aborts the running entry and runs the new prompt next', async (whenBusy) => {
     const s = await createSession(t, `busy-${whenBusy}`)
-    const events = t.subscribe(SessionEventsDocument, { sessionId: s })
-    await sleep(50)
+    const events = t.subscribe(SessionEventsDocument, { sessionId: s, afterSequence: 0 })
     const first = await enqueue(t, { sessionId: s, input: 'alpha beta gamma delta epsilon', overrides: slow(80) })
     const queued = await enqueue(t, { sessionId: s, input: 'bravo' })
     await events.until((r) => r.some((e) => e.data?.sessionEvents.__typename === 'TokenDeltaEvent'))
@@ -185,7 +184,9 @@ describe.each(providers)('sessions and the prompt queue (%s)', (provider) => {
       expect.objectContaining({ type: 'QUEUE_ENTRY', kind: 'FINISHED', entry: expect.objectContaining({ queueId: queued.queueId }) }),
     )
     await waitForEntry(t, s, running.queueId, ['COMPLETED'])
-    await sleep(100)
+    // the queue runs in order: once a prompt admitted after the cancelled one has run, it would have run too
+    const later = await enqueue(t, { sessionId: s, input: 'admitted after' })
+    await waitForEntry(t, s, later.queueId, ['COMPLETED'])
     expect(requestsWith('never to be run')).toHaveLength(0)
     const again = await t.request(CancelPromptDocument, { sessionId: s, queueId: queued.queueId })
     expect(again.data!.cancelPrompt).toMatchObject({ cancelled: false, entry: { status: 'CANCELLED' } })
@@ -206,8 +207,7 @@ describe.each(providers)('sessions and the prompt queue (%s)', (provider) => {
 
   it('abortRun stops the token stream, leaves the row ABORTED with the partial output, and the session moves on', async () => {
     const s = await createSession(t, 'abort')
-    const events = t.subscribe(SessionEventsDocument, { sessionId: s })
-    await sleep(50)
+    const events = t.subscribe(SessionEventsDocument, { sessionId: s, afterSequence: 0 })
     const running = await enqueue(t, { sessionId: s, input: words(30), overrides: slow(40) })
     const next = await enqueue(t, { sessionId: s, input: 'next in line' })
     await events.until((r) => r.filter((e) => e.data?.sessionEvents.__typename === 'TokenDeltaEvent').length >= 3)
@@ -224,7 +224,9 @@ describe.each(providers)('sessions and the prompt queue (%s)', (provider) => {
     expect(abort!.run.usage!.outputTokens).toBe(abort!.run.output!.trim().split(' ').length)
 
     await waitForEntry(t, s, next.queueId, ['COMPLETED'])
-    await sleep(200)
+    // every event up to the session's last has arrived
+    const { lastSequence } = (await t.request(LastSequenceDocument, { id: s })).data!.session!
+    await events.until((r) => r.some((e) => e.data?.sessionEvents.sequence === lastSequence))
     events.unsubscribe()
     const ofRun = events.results.map((r) => r.data!.sessionEvents).filter((e) => e.runId === runId)
     const finishedAt = ofRun.findIndex((e) => e.__typename === 'RunFinishedEvent')
@@ -239,8 +241,7 @@ describe.each(providers)('sessions and the prompt queue (%s)', (provider) => {
 
   it('applies an accepted steer: its text reaches the model as user input in the same run', async () => {
     const s = await createSession(t, 'steer')
-    const events = t.subscribe(SessionEventsDocument, { sessionId: s })
-    await sleep(50)
+    const events = t.subscribe(SessionEventsDocument, { sessionId: s, afterSequence: 0 })
     const running = await enqueue(t, { sessionId: s, input: words(20), overrides: slow(60) })
     const queued = await enqueue(t, { sessionId: s, input: 'waiting' })
     await events.until((r) => r.some((e) => e.data?.sessionEvents.__typename === 'TokenDeltaEvent'))
@@ -402,8 +403,8 @@ describe.each(providers)('sessions and the prompt queue (%s)', (provider) => {
     await createSession(t, 'recreated')
     await t.request(RunPromptDocument, { input: { sessionId: s, input: 'the new one' } })
     const events = t.subscribe(SessionEventsDocument, { sessionId: s, afterSequence: 0 })
-    await events.until((r) => r.some((e) => e.data?.sessionEvents.__typename === 'RunFinishedEvent'))
-    await sleep(50)
+    const { lastSequence } = (await t.request(LastSequenceDocument, { id: s })).data!.session!
+    await events.until((r) => r.some((e) => e.data?.sessionEvents.sequence === lastSequence))
     events.unsubscribe()
     const replayed = events.results.map((r) => r.data!.sessionEvents)
     expect(replayed.filter((e) => e.__typename === 'RunFinishedEvent')).toHaveLength(1)
