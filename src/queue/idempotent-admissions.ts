@@ -11,6 +11,7 @@ export class IdempotentAdmissions {
   constructor(
     private readonly entries: QueueStore,
     private readonly ttlMs: number,
+    private readonly clock: () => number,
   ) {}
 
   /** The entry this key already admitted, or null; the same key with another request is refused. */
@@ -18,7 +19,7 @@ export class IdempotentAdmissions {
     const live = [...queue.outstanding.values()].find((e) => e.idempotencyKey === key)
     const found = live ?? (await this.entries.findByIdempotencyKey(queue.tenantId, queue.sessionId, key))
     if (!found) return null
-    if (!live && Date.now() - Date.parse(found.queuedAt) > this.ttlMs) {
+    if (!live && this.clock() - Date.parse(found.queuedAt) > this.ttlMs) {
       await this.entries.releaseIdempotencyKey(found.queueId)
       return null
     }

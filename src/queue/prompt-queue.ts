@@ -51,6 +51,8 @@ export interface PromptQueueDeps {
   metrics: Metrics
   /** Who drains which session (several instances: leases). */
   ownership: SessionOwnership
+  /** What time it is (ms since the epoch) where a time to live is judged. */
+  clock: () => number
   sessionRows: SessionStore
   /** Several instances share the database. */
   shared: boolean
@@ -80,7 +82,7 @@ export class PromptQueue {
     this.admission = new AdmissionLimits(limits)
     this.writer = new QueueEntryWriter({ bus, entries, ledger, logger, retainedTerminal: limits.retainedTerminalPerSession })
     this.supervisor = new RunSupervisor({ executor, writer: this.writer, admission: this.admission, runs })
-    this.idempotent = new IdempotentAdmissions(entries, limits.idempotencyTtlMs)
+    this.idempotent = new IdempotentAdmissions(entries, limits.idempotencyTtlMs, deps.clock)
     this.drainer = new QueueDrain({
       supervisor: this.supervisor,
       writer: this.writer,

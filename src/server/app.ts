@@ -87,6 +87,8 @@ export interface AppOptions {
   redisPrefix?: string
   /** Signing secrets by tenant, and when deliveries are retried (and polled for). */
   webhooks?: { secrets?: ReadonlyMap<string, string> } & Partial<WebhookDispatcherOptions>
+  /** What time it is (ms since the epoch) where a time to live is judged; tests move it. */
+  clock?: () => number
 }
 
 /** Loads the catalog, opens and migrates the database, wires services into yoga, and resumes the queues. */
@@ -144,6 +146,7 @@ export async function createApp(options: AppOptions, secrets: SecretLookup, logg
       logger,
       metrics,
       ownership,
+      clock: options.clock ?? Date.now,
       sessionRows: store.sessions,
       shared: link !== null,
     })
