@@ -111,7 +111,9 @@ export class RunRecorder {
     ]
     const claim = deps.bus.commit(run.tenantId, run.sessionId!, run.id, reported, (events, earlier) =>
       entryJournal.write(async () => {
-        // the row as it is by now: a status saved meanwhile (RUNNING, the in-flight marker) rides along
+        // a turn of the event loop first: the status and in-flight marker the run sets as it opens
+        // its model call ride along in the insert instead of costing row saves of their own
+        await new Promise(setImmediate)
         const inserted = { ...run }
         await deps.ledger.start(inserted, claimed, [...earlier, ...events])
         this.written = JSON.stringify(inserted)
