@@ -2,6 +2,7 @@ import { z } from 'zod'
 import { envNameSchema, idSchema, parseInput, settingsLayerSchema } from './definitions.js'
 import { boundedJsonObject } from './json-bounds.js'
 import type { RunRequest } from './records.js'
+import { webhookUrlSchema } from './webhooks.js'
 
 /** The longest user text a request may carry (an input, a steer). */
 export const MAX_TEXT = 1024 * 1024
@@ -28,5 +29,50 @@ export function parseRunRequest(value: unknown, root: string): RunRequest {
     profileId: parsed.profileId ?? null,
     overrides: parsed.overrides ?? null,
     credentialEnv: parsed.credentialEnv ?? null,
+  }
+}
+
+/** A client's key for retrying an admission safely. */
+const idempotencyKeySchema = z.string().min(1).max(256)
+
+/** A scheduled prompt's key: the same key before it fires replaces it. */
+export const scheduleKeySchema = z.string().min(1).max(256)
+
+const scheduleSchema = z.strictObject({
+  scheduleKey: scheduleKeySchema,
+  debounceMs: z.number().int().min(0).max(86_400_000).nullish(),
+})
+
+/**
+ * A prompt to admit, validated once where the request arrives: plain data, so it goes to the
+ * session's owner as it is and nothing re-parses it there.
+ */
+export interface AdmissionInput {
+  sessionId: string
+  idempotencyKey: string | null
+  /** The entry's own webhook; the session's applies when null. */
+  webhookUrl: string | null
+  request: RunRequest
+  /** A scheduled prompt's key and debounce. */
+  schedule: { key: string; debounceMs: number } | null
+}
+
+/** Parses an untrusted admission (`input.*`); a failure is an INVALID_REQUEST naming the field. */
+export function parseAdmission(input: Record<string, unknown>, scheduled = false): AdmissionInput {
+  const { sessionId, idempotencyKey, webhookUrl, ...rest } = input
+  let request = rest
+  let schedule: AdmissionInput['schedule'] = null
+  if (scheduled) {
+    const { scheduleKey, debounceMs, ...others } = rest
+    const parsed = parseInput(scheduleSchema, { scheduleKey, debounceMs }, 'input')
+    schedule = { key: parsed.scheduleKey, debounceMs: parsed.debounceMs ?? 0 }
+    request = others
+  }
+  return {
+    sessionId: parseInput(idSchema, sessionId, 'input.sessionId'),
+    idempotencyKey: idempotencyKey == null ? null : parseInput(idempotencyKeySchema, idempotencyKey, 'input.idempotencyKey'),
+    webhookUrl: webhookUrl == null ? null : parseInput(webhookUrlSchema, webhookUrl, 'input.webhookUrl'),
+    request: parseRunRequest(request, 'input'),
+    schedule,
   }
 }

@@ -5,11 +5,11 @@ import { BudgetExceededError, NotFoundError, QueueFullError, SessionBusyError } 
 import type { SessionEvent } from '../domain/events.js'
 import type { Metrics } from '../domain/metrics.js'
 import type { QueueEntryRecord, QueueEntryView, RunCursor, RunFilter, RunRecord, WhenBusy } from '../domain/records.js'
-import { MAX_TEXT, parseRunRequest } from '../domain/run-request.js'
+import { type AdmissionInput, MAX_TEXT, parseAdmission, parseRunRequest, scheduleKeySchema } from '../domain/run-request.js'
 import { inSpan } from '../domain/tracing.js'
-import { type WebhookDelivery, type WebhookSigners, webhookUrlSchema } from '../domain/webhooks.js'
+import type { WebhookDelivery, WebhookSigners } from '../domain/webhooks.js'
 import type { SessionEventBus } from '../events/event-bus.js'
-import type { AdmitRequest, PromptQueue } from '../queue/prompt-queue.js'
+import type { PromptQueue } from '../queue/prompt-queue.js'
 import type { PreparedPrompt, PromptPreparer } from '../runner/prepare.js'
 import type { Store } from '../store/store.js'
 import type { BudgetGuard } from './budget-guard.js'
@@ -18,14 +18,6 @@ import type { SessionService } from './session-service.js'
 
 /** Ids the server made (queue entries, runs): opaque, bounded. */
 const recordIdSchema = z.string().min(1).max(128)
-
-/** A client's key for retrying an admission safely. */
-const idempotencyKeySchema = z.string().min(1).max(256)
-
-const scheduleSchema = z.strictObject({
-  scheduleKey: z.string().min(1).max(256),
-  debounceMs: z.number().int().min(0).max(86_400_000).nullish(),
-})
 
 const steerSchema = z.strictObject({
   sessionId: idSchema,
@@ -50,9 +42,8 @@ export class RunService {
     private readonly metrics: Metrics,
     private readonly signers: WebhookSigners,
   ) {
-    router.handle('enqueue', (t: string, input: Record<string, unknown>, w: WhenBusy) => this.enqueueHere(t, input, w))
-    router.handle('runPrompt', (t: string, input: Record<string, unknown>, w: WhenBusy, ms: number) => this.runPromptHere(t, input, w, ms))
-    router.handle('schedule', (t: string, input: Record<string, unknown>) => this.scheduleHere(t, input))
+    router.handle('enqueue', (t: string, input: AdmissionInput, w: WhenBusy) => this.admit(t, input, w))
+    router.handle('runPrompt', (t: string, input: AdmissionInput, w: WhenBusy, ms: number) => this.runPromptHere(t, input, w, ms))
     router.handle('cancelScheduled', (t: string, s: string, key: string) => this.queue.cancelScheduled(t, s, key))
     router.handle('cancel', (t: string, s: string, q: string) => this.queue.cancel(t, s, q))
     router.handle('steer', (t: string, s: string, q: string, id: string, text: string) => this.queue.steer(t, s, q, id, text))
@@ -60,11 +51,6 @@ export class RunService {
     router.handle('queueEntry', (t: string, s: string, q: string) => this.queue.entry(t, s, q))
     router.handle('run', (t: string, id: string) => this.queue.run(t, id))
     router.handle('unwrittenEvents', async (t: string, s: string, after: number) => bus.unwrittenAfter(t, s, after))
-  }
-
-  /** The session named in an input, validated, to route by. */
-  private static sessionOf(input: Record<string, unknown>): string {
-    return parseInput(idSchema, input.sessionId, 'input.sessionId')
   }
 
   /** The caller's budgets with their use in the current window. */
@@ -79,28 +65,24 @@ export class RunService {
     return this.preparer.prepare(tenantId, session, parseRunRequest(rest, ''))
   }
 
-  /** Validates a request once and admits it: resolved and rendered, kept with its entry for the run. */
-  private async admission(tenantId: string, input: Record<string, unknown>): Promise<Omit<AdmitRequest, 'whenBusy'>> {
-    const { sessionId: rawSessionId, idempotencyKey: rawKey, webhookUrl: rawWebhookUrl, ...rest } = input
-    const sessionId = parseInput(idSchema, rawSessionId, 'input.sessionId')
-    const idempotencyKey = rawKey == null ? null : parseInput(idempotencyKeySchema, rawKey, 'input.idempotencyKey')
-    const ownWebhookUrl = rawWebhookUrl == null ? null : parseInput(webhookUrlSchema, rawWebhookUrl, 'input.webhookUrl')
-    const parsed = parseRunRequest(rest, 'input')
-    const session = await this.sessions.require(tenantId, sessionId)
-    const webhookUrl = ownWebhookUrl ?? session.webhookUrl
-    if (webhookUrl) this.signers.requireFor(tenantId, 'input.webhookUrl')
-    // the session's webhook is copied into the entry, so the run's end finds it without the session
-    const request = webhookUrl ? { ...parsed, webhookUrl } : parsed
-    await this.budgets.check(tenantId)
-    return { tenantId, sessionId, request, idempotencyKey, admitted: await this.preparer.admit(tenantId, sessionId, request) }
+  /** Admits a validated prompt at the session's owner: resolved and rendered, kept with its entry for the run. */
+  private admit(tenantId: string, input: AdmissionInput, whenBusy: WhenBusy): Promise<QueueEntryRecord> {
+    const { sessionId, idempotencyKey, schedule } = input
+    return this.counted(tenantId, async () => {
+      const session = await this.sessions.require(tenantId, sessionId)
+      const webhookUrl = input.webhookUrl ?? session.webhookUrl
+      if (webhookUrl) this.signers.requireFor(tenantId, 'input.webhookUrl')
+      // the session's webhook is copied into the entry, so the run's end finds it without the session
+      const request = webhookUrl ? { ...input.request, webhookUrl } : input.request
+      await this.budgets.check(tenantId)
+      const admitted = await this.preparer.admit(tenantId, sessionId, request)
+      return this.queue.admit({ tenantId, sessionId, request, idempotencyKey, admitted, whenBusy, ...(schedule && { schedule }) })
+    })
   }
 
   enqueue(tenantId: string, input: Record<string, unknown>, whenBusy: WhenBusy): Promise<QueueEntryRecord> {
-    return this.router.call(tenantId, RunService.sessionOf(input), 'enqueue', [tenantId, input, whenBusy])
-  }
-
-  private async enqueueHere(tenantId: string, input: Record<string, unknown>, whenBusy: WhenBusy): Promise<QueueEntryRecord> {
-    return this.counted(tenantId, async () => this.queue.admit({ ...(await this.admission(tenantId, input)), whenBusy }))
+    const parsed = parseAdmission(input)
+    return this.router.call(tenantId, parsed.sessionId, 'enqueue', [tenantId, parsed, whenBusy])
   }
 
   /** An admission, in its span, its refusal by a limit, a busy session or a budget counted by reason. */
@@ -129,11 +111,12 @@ export class RunService {
     timeoutMs: number,
   ): Promise<{ entry: QueueEntryView; run: RunRecord | null }> {
     const waitMs = Math.min(Math.max(timeoutMs, 0), 3_600_000)
-    return this.router.call(tenantId, RunService.sessionOf(input), 'runPrompt', [tenantId, input, whenBusy, waitMs], waitMs + 30_000)
+    const parsed = parseAdmission(input)
+    return this.router.call(tenantId, parsed.sessionId, 'runPrompt', [tenantId, parsed, whenBusy, waitMs], waitMs + 30_000)
   }
 
-  private async runPromptHere(tenantId: string, input: Record<string, unknown>, whenBusy: WhenBusy, waitMs: number) {
-    const admitted = await this.enqueueHere(tenantId, input, whenBusy)
+  private async runPromptHere(tenantId: string, input: AdmissionInput, whenBusy: WhenBusy, waitMs: number) {
+    const admitted = await this.admit(tenantId, input, whenBusy)
     // a retry may answer with an entry that has already ended
     if (admitted.finishedAt === null) await this.queue.waitForEntry(admitted.queueId, waitMs)
     const entry = await this.queue.entry(tenantId, admitted.sessionId, admitted.queueId)
@@ -141,24 +124,13 @@ export class RunService {
   }
 
   schedule(tenantId: string, input: Record<string, unknown>): Promise<QueueEntryRecord> {
-    return this.router.call(tenantId, RunService.sessionOf(input), 'schedule', [tenantId, input])
-  }
-
-  private async scheduleHere(tenantId: string, input: Record<string, unknown>): Promise<QueueEntryRecord> {
-    const { scheduleKey, debounceMs, ...rest } = input
-    const schedule = parseInput(scheduleSchema, { scheduleKey, debounceMs }, 'input')
-    return this.counted(tenantId, async () =>
-      this.queue.admit({
-        ...(await this.admission(tenantId, rest)),
-        whenBusy: 'ENQUEUE',
-        schedule: { key: schedule.scheduleKey, debounceMs: schedule.debounceMs ?? 0 },
-      }),
-    )
+    const parsed = parseAdmission(input, true)
+    return this.router.call(tenantId, parsed.sessionId, 'enqueue', [tenantId, parsed, 'ENQUEUE'])
   }
 
   async cancelScheduled(tenantId: string, sessionId: string, scheduleKey: string): Promise<boolean> {
     await this.sessions.require(tenantId, sessionId)
-    const key = parseInput(scheduleSchema.shape.scheduleKey, scheduleKey, 'scheduleKey')
+    const key = parseInput(scheduleKeySchema, scheduleKey, 'scheduleKey')
     return this.router.call(tenantId, sessionId, 'cancelScheduled', [tenantId, sessionId, key])
   }
 

@@ -1,20 +1,21 @@
 import type { SessionEvent } from '../domain/events.js'
 import type { MessageRecord, QueueEntryRecord, QueueEntryView, RunRecord, SessionStatus, WhenBusy } from '../domain/records.js'
+import type { AdmissionInput } from '../domain/run-request.js'
 
 /**
  * The use cases that run at a session's owner, each with the arguments and the answer that cross
- * Redis when another instance asks (plain JSON: a request's input goes as the client sent it and
- * is parsed where it runs).
+ * Redis when another instance asks (plain JSON: a request's input is parsed where it arrives and
+ * goes as parsed).
  */
 export interface SessionOperations {
-  enqueue(tenantId: string, input: Record<string, unknown>, whenBusy: WhenBusy): Promise<QueueEntryRecord>
+  /** Admits a prompt (scheduled when `input.schedule` says so). */
+  enqueue(tenantId: string, input: AdmissionInput, whenBusy: WhenBusy): Promise<QueueEntryRecord>
   runPrompt(
     tenantId: string,
-    input: Record<string, unknown>,
+    input: AdmissionInput,
     whenBusy: WhenBusy,
     waitMs: number,
   ): Promise<{ entry: QueueEntryView; run: RunRecord | null }>
-  schedule(tenantId: string, input: Record<string, unknown>): Promise<QueueEntryRecord>
   cancelScheduled(tenantId: string, sessionId: string, scheduleKey: string): Promise<boolean>
   cancel(tenantId: string, sessionId: string, queueId: string): Promise<{ cancelled: boolean; entry: QueueEntryRecord }>
   steer(tenantId: string, sessionId: string, queueId: string, steerId: string, text: string): Promise<{ runId: string }>
