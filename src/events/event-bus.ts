@@ -6,7 +6,9 @@ import { type Metrics, NO_METRICS } from '../domain/metrics.js'
 import type { EventStore } from '../store/event-store.js'
 import type { SessionStore } from '../store/session-store.js'
 import { type Fanout, localFanout } from './deployment-pubsub.js'
+import { LOG_PAGE, replayLog } from './event-log.js'
 import { EventWriter } from './event-writer.js'
+import { SequenceAllocator, type SequenceSource } from './sequence-allocator.js'
 
 /** A session's stream, and its topic in the fan-out: a run's subscribers take its events from there. */
 const sessionKey = (tenantId: string, sessionId: string) => `${tenantId}/${sessionId}`
@@ -22,9 +24,7 @@ interface Outgoing {
 }
 
 interface Stream {
-  next: number
-  ceiling: number
-  raising: boolean
+  sequences: SequenceAllocator
   /** Delivered but not yet written, in sequence order. */
   unwritten: SessionEvent[]
   /** Numbered and not yet delivered, in sequence order: empty unless a lifecycle event's write is under way. */
@@ -56,8 +56,8 @@ export const DEFAULT_EVENT_BUS_OPTIONS: EventBusOptions = {
   subscriberBuffer: 10_000,
 }
 
-function newStream(next: number, ceiling: number, stored: boolean): Stream {
-  return { next, ceiling, raising: false, unwritten: [], outbox: [], stored, delivered: next - 1 }
+function newStream(sequences: SequenceAllocator, stored: boolean): Stream {
+  return { sequences, unwritten: [], outbox: [], stored, delivered: sequences.last }
 }
 
 /**
@@ -115,15 +115,17 @@ export class SessionEventBus {
   async open(tenantId: string, sessionId: string): Promise<void> {
     const key = sessionKey(tenantId, sessionId)
     if (this.streams.has(key)) return
-    const [ceiling, persisted] = await Promise.all([
-      this.sessions.sequenceCeiling(tenantId, sessionId),
-      this.events.maxSequence(tenantId, sessionId),
-    ])
-    if (this.streams.has(key)) return
-    const next = Math.max(ceiling, persisted) + 1
-    const reserved = next + this.options.sequenceBlock - 1
-    await this.sessions.raiseSequenceCeiling(tenantId, sessionId, reserved)
-    if (!this.streams.has(key)) this.streams.set(key, newStream(next, reserved, true))
+    const sequences = await SequenceAllocator.resume(this.sequenceSource(tenantId, sessionId), this.options.sequenceBlock)
+    if (!this.streams.has(key)) this.streams.set(key, newStream(sequences, true))
+  }
+
+  private sequenceSource(tenantId: string, sessionId: string): SequenceSource {
+    return {
+      reserved: () => this.sessions.sequenceCeiling(tenantId, sessionId),
+      persisted: () => this.events.maxSequence(tenantId, sessionId),
+      reserve: (ceiling) => this.sessions.raiseSequenceCeiling(tenantId, sessionId, ceiling),
+      failed: (error) => this.logger.error('could not reserve event sequences', { sessionId, error: (error as Error).message }),
+    }
   }
 
   /** The sequence ceiling a new session's row is created with: its first block, reserved with the row. */
@@ -136,13 +138,14 @@ export class SessionEventBus {
    * to read, and nothing to replay from the store until one of its events is written.
    */
   openCreated(tenantId: string, sessionId: string): void {
-    this.streams.set(sessionKey(tenantId, sessionId), newStream(1, this.options.sequenceBlock, false))
+    const sequences = SequenceAllocator.fresh(this.sequenceSource(tenantId, sessionId), this.options.sequenceBlock)
+    this.streams.set(sessionKey(tenantId, sessionId), newStream(sequences, false))
   }
 
   /** Whether nothing of the session's stream is waiting to be written, committed or reserved. */
   quiet(tenantId: string, sessionId: string): boolean {
     const stream = this.streams.get(sessionKey(tenantId, sessionId))
-    return !stream || (stream.unwritten.length === 0 && stream.outbox.length === 0 && !stream.raising)
+    return !stream || (stream.unwritten.length === 0 && stream.outbox.length === 0 && !stream.sequences.busy)
   }
 
   /**
@@ -227,9 +230,7 @@ export class SessionEventBus {
   }
 
   private number(stream: Stream, tenantId: string, sessionId: string, runId: string | null, data: SessionEventData): SessionEvent {
-    const event = { ...data, tenantId, sessionId, runId, sequence: stream.next++, at: new Date().toISOString() } as SessionEvent
-    if (stream.next > stream.ceiling - this.options.sequenceBlock / 2) this.raiseCeiling(tenantId, sessionId, stream)
-    return event
+    return { ...data, tenantId, sessionId, runId, sequence: stream.sequences.take(), at: new Date().toISOString() } as SessionEvent
   }
 
   /** Queues a numbered event for the writer and delivers it live. */
@@ -242,22 +243,6 @@ export class SessionEventBus {
   private deliver(stream: Stream, event: SessionEvent): void {
     stream.delivered = event.sequence
     this.fanout.pubsub.publish('sessionEvents', sessionKey(event.tenantId, event.sessionId), event)
-  }
-
-  private raiseCeiling(tenantId: string, sessionId: string, stream: Stream): void {
-    if (stream.raising) return
-    stream.raising = true
-    const target = stream.ceiling + this.options.sequenceBlock
-    this.sessions.raiseSequenceCeiling(tenantId, sessionId, target).then(
-      () => {
-        stream.ceiling = target
-        stream.raising = false
-      },
-      (error: unknown) => {
-        stream.raising = false
-        this.logger.error('could not reserve event sequences', { sessionId, error: (error as Error).message })
-      },
-    )
   }
 
   /** Writes every event published so far. */
@@ -319,19 +304,14 @@ export class SessionEventBus {
           // delivered from now on arrive through the listener
           const stream = this.streams.get(sessionKey(tenantId, sessionId))
           const unwritten = stream ? stream.unwritten.slice() : ((await options.ownersTail?.(last)) ?? [])
-          const tail = unwritten.filter((e) => e.sequence > last && (!runId || e.runId === runId))
-          const pushTailBefore = async (sequence: number) => {
-            while (tail.length > 0 && tail[0]!.sequence < sequence) {
-              const event = tail.shift()!
-              if (event.sequence > last) await pushReplayed(event)
-            }
-          }
-          if (stream?.stored !== false)
-            for await (const event of this.storedAfter(tenantId, sessionId, runId, last)) {
-              await pushTailBefore(event.sequence)
-              if (event.sequence > last) await pushReplayed(event)
-            }
-          await pushTailBefore(Number.POSITIVE_INFINITY)
+          const tail = runId ? unwritten.filter((e) => e.runId === runId) : unwritten
+          const page = (after: number) =>
+            stream?.stored === false
+              ? Promise.resolve([])
+              : runId
+                ? this.events.forRun(tenantId, runId, after, LOG_PAGE)
+                : this.events.after(tenantId, sessionId, after, LOG_PAGE)
+          for await (const event of replayLog(page, tail, last)) await pushReplayed(event)
         } else {
           last = 0
         }
@@ -350,15 +330,5 @@ export class SessionEventBus {
         if (until?.(event)) stop()
       }
     }, new FixedBuffer(this.options.subscriberBuffer))
-  }
-
-  /** The stored events of a session (or one run of it) after `afterSequence`, page by page. */
-  private async *storedAfter(tenantId: string, sessionId: string, runId: string | undefined, afterSequence: number) {
-    for (let after = afterSequence; ; ) {
-      const page = runId ? await this.events.forRun(tenantId, runId, after, 500) : await this.events.after(tenantId, sessionId, after, 500)
-      yield* page
-      if (page.length < 500) return
-      after = page.at(-1)!.sequence
-    }
   }
 }
