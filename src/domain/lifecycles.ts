@@ -63,3 +63,25 @@ export function entryStatusOf(run: Pick<RunRecord, 'status'>): Extract<EntryStat
   if (run.status === 'ABORTED') return 'CANCELLED'
   throw new IllegalTransitionError('queue entry', 'RUNNING', `the end of a run still ${run.status}`)
 }
+
+/** What a session's queue is doing, on the instance that owns the session (in memory only). */
+export type SessionQueueStatus = 'IDLE' | 'RUNNING' | 'HELD' | 'CLOSING'
+
+/** The session queue's machine: at most one run at a time, and once closing, nothing more. */
+const SESSION_QUEUE_TRANSITIONS: Readonly<Record<SessionQueueStatus, readonly SessionQueueStatus[]>> = {
+  // nothing runs: the drain starts the next entry in line, or a previous owner's run holds it
+  IDLE: ['RUNNING', 'HELD', 'CLOSING'],
+  // an entry's run is live here; when it ends the drain looks again
+  RUNNING: ['IDLE', 'CLOSING'],
+  // a run the session's previous owner left live, within its in-flight grace: nothing starts
+  // until the reaper ends it (the last one found, should a takeover find two)
+  HELD: ['HELD', 'IDLE', 'CLOSING'],
+  // deleted, or taken over by another instance: admits and starts nothing (a run it had is stopped)
+  CLOSING: [],
+}
+
+/** Moves a session queue to `to`, or throws IllegalTransitionError and leaves it as it was. */
+export function advanceSessionQueue(queue: { status: SessionQueueStatus }, to: SessionQueueStatus): void {
+  if (!SESSION_QUEUE_TRANSITIONS[queue.status].includes(to)) throw new IllegalTransitionError('session queue', queue.status, to)
+  queue.status = to
+}

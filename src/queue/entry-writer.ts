@@ -62,7 +62,7 @@ export class QueueEntryWriter {
     const ended = { ...entry }
     try {
       await this.journalOf(entry).write(() =>
-        queue.deleting
+        queue.closing
           ? ledger.endEntry(ended, [])
           : bus.commit(
               queue.tenantId,

@@ -96,7 +96,7 @@ export class PromptQueue {
     if (this.closed) throw new InternalError('the server is shutting down and admits no prompts')
     const { tenantId, sessionId, request, admitted, whenBusy, schedule } = admission
     const queue = await this.queues.get(tenantId, sessionId)
-    if (queue.deleting) throw new NotFoundError('session', sessionId)
+    if (queue.closing) throw new NotFoundError('session', sessionId)
     const idempotencyKey = admission.idempotencyKey ?? null
     const idempotencyHash = idempotencyKey === null ? null : hashValue({ request, whenBusy, schedule: schedule ?? null })
     if (idempotencyKey !== null) {
@@ -274,7 +274,7 @@ export class PromptQueue {
     for (const entry of [...queue.outstanding.values()])
       if (entry !== queue.active?.entry) await this.cancel(tenantId, sessionId, entry.queueId)
     if (queue.active) await this.cancel(tenantId, sessionId, queue.active.entry.queueId)
-    queue.deleting = true
+    queue.close()
     await this.deps.bus.flush() // the events published before the cancels are written before the log is deleted
   }
 
@@ -282,7 +282,7 @@ export class PromptQueue {
   async lose(tenantId: string, sessionId: string): Promise<void> {
     const queue = await this.queues.peek(tenantId, sessionId)?.catch(() => null)
     if (queue) {
-      queue.deleting = true
+      queue.close()
       for (const entry of queue.outstanding.values()) {
         if (entry === queue.active?.entry) continue
         this.drainer.unschedule(entry.queueId)

@@ -25,7 +25,7 @@ export class QueueDrain {
 
   /** Starts the next queued entry unless one is running. */
   drain(queue: SessionQueue): void {
-    if (queue.active || queue.foreignRunId !== null || queue.deleting || this.stopped) return
+    if (queue.status !== 'IDLE' || this.stopped) return
     const next = queue.queued()[0]
     // the head of the line starts once its row exists (its admission calls drain again)
     if (next && !queue.inserting.has(next.queueId)) void this.run(queue, next)
@@ -34,9 +34,9 @@ export class QueueDrain {
   private async run(queue: SessionQueue, entry: QueueEntryRecord): Promise<void> {
     this.deps.admission.release(entry.requestBytes)
     const active = this.deps.supervisor.start(queue, entry)
-    queue.active = active
+    queue.started(active)
     await active.done
-    queue.active = null
+    queue.runEnded()
     this.drain(queue)
   }
 

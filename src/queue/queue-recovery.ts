@@ -82,7 +82,7 @@ export class QueueRecovery {
     this.deps.sessions.forget(tenantId, sessionId)
     const guard = this.staleGuard()
     for (const run of await this.deps.runs.unfinished({ tenantId, sessionId }))
-      if (!(await this.end(run, 'STALE', guard))) queue.foreignRunId = run.id // within its in-flight grace: the reaper ends it
+      if (!(await this.end(run, 'STALE', guard))) queue.hold(run.id) // within its in-flight grace: the reaper ends it
     const open = await this.deps.entries.forSession(tenantId, sessionId, false)
     for (const entry of open) if (entry.status === 'STARTING' || entry.status === 'RUNNING') await this.reconcile(entry)
     this.resume(
@@ -140,10 +140,7 @@ export class QueueRecovery {
         }
         if ((await this.end(run, 'STALE', guard)) && run.sessionId !== null) {
           const queue = await this.deps.queues.peek(run.tenantId, run.sessionId)
-          if (queue?.foreignRunId === run.id) {
-            queue.foreignRunId = null
-            this.deps.drain.drain(queue)
-          }
+          if (queue?.unhold(run.id)) this.deps.drain.drain(queue)
         }
       }
       if (this.deps.shared) await this.adoptOrphans()

@@ -1,3 +1,4 @@
+import { advanceSessionQueue, type SessionQueueStatus } from '../domain/lifecycles.js'
 import type { QueueEntryRecord, QueueEntryView } from '../domain/records.js'
 import type { AdmittedPrompt } from '../runner/prepare.js'
 import type { RunHandle } from '../runner/run-executor.js'
@@ -18,10 +19,12 @@ export class SessionQueue {
   readonly admitted = new Map<string, AdmittedPrompt>()
   /** Admitted entries whose row is still being inserted: the drain waits for them. */
   readonly inserting = new Set<string>()
+  /** Moved only through the methods below, along SESSION_QUEUE_TRANSITIONS. */
+  status: SessionQueueStatus = 'IDLE'
+  /** The entry running here: set while RUNNING, and while CLOSING until its run has ended. */
   active: ActiveRun | null = null
-  /** A run the session's previous owner left live, still within its in-flight grace: nothing starts until it ends. */
-  foreignRunId: string | null = null
-  deleting = false
+  /** While HELD: the run the session's previous owner left live. */
+  heldBy: string | null = null
   /** Terminal entries in the store; unknown (null) until the first prune counts them. */
   terminalCount: number | null = null
 
@@ -31,13 +34,48 @@ export class SessionQueue {
     public nextQueueSequence: number,
   ) {}
 
-  /** Nothing outstanding, nothing being admitted, no run here or elsewhere: safe to unload. */
+  /** An entry's run starts here. */
+  started(active: ActiveRun): void {
+    advanceSessionQueue(this, 'RUNNING')
+    this.active = active
+  }
+
+  /** The run started here ended (a closing queue stays closing). */
+  runEnded(): void {
+    this.active = null
+    if (this.status === 'RUNNING') advanceSessionQueue(this, 'IDLE')
+  }
+
+  /** A previous owner's run holds the queue until it is ended. */
+  hold(runId: string): void {
+    advanceSessionQueue(this, 'HELD')
+    this.heldBy = runId
+  }
+
+  /** The run that held the queue ended; says whether it was the one. */
+  unhold(runId: string): boolean {
+    if (this.status !== 'HELD' || this.heldBy !== runId) return false
+    advanceSessionQueue(this, 'IDLE')
+    this.heldBy = null
+    return true
+  }
+
+  /** Deleted, or lost to another instance: nothing more is admitted or started. */
+  close(): void {
+    if (this.status !== 'CLOSING') advanceSessionQueue(this, 'CLOSING')
+  }
+
+  get closing(): boolean {
+    return this.status === 'CLOSING'
+  }
+
+  /** Nothing outstanding, nothing being admitted, nothing running or held: safe to unload. */
   get idle(): boolean {
-    return this.outstanding.size === 0 && this.inserting.size === 0 && this.active === null && this.foreignRunId === null && !this.deleting
+    return this.outstanding.size === 0 && this.inserting.size === 0 && this.status === 'IDLE'
   }
 
   get busy(): boolean {
-    return this.active !== null || this.foreignRunId !== null || this.queued().length > 0
+    return this.active !== null || this.status === 'HELD' || this.queued().length > 0
   }
 
   /** Queued entries in the order they will run: higher priority first, then admission order. */

@@ -8,6 +8,8 @@ import {
   RUN_TRANSITIONS,
 } from '../../src/domain/lifecycles.js'
 import { ENTRY_STATUSES, type EntryStatus, RUN_STATUSES, type RunStatus } from '../../src/domain/records.js'
+import type { ActiveRun } from '../../src/queue/session-queue.js'
+import { SessionQueue } from '../../src/queue/session-queue.js'
 
 describe('the run state machine', () => {
   it('walks the DESIGN path: preparing, waiting, generating, validating, repairing, completed', () => {
@@ -58,5 +60,39 @@ describe('the queue entry state machine', () => {
     expect(entryStatusOf({ status: 'FAILED' })).toBe('FAILED')
     expect(entryStatusOf({ status: 'ABORTED' })).toBe('CANCELLED')
     expect(() => entryStatusOf({ status: 'GENERATING' })).toThrow(IllegalTransitionError)
+  })
+})
+
+describe('the session queue state machine', () => {
+  const queue = () => new SessionQueue('t', 's', 1)
+  const active = {} as ActiveRun
+
+  it('runs one entry at a time and looks again when it ends', () => {
+    const q = queue()
+    q.started(active)
+    expect(q.status).toBe('RUNNING')
+    expect(() => q.started(active)).toThrow('illegal session queue transition RUNNING → RUNNING')
+    q.runEnded()
+    expect([q.status, q.active]).toEqual(['IDLE', null])
+  })
+
+  it('is held by a run a previous owner left live until that run ends, and starts nothing meanwhile', () => {
+    const q = queue()
+    q.hold('left-live')
+    expect(q.busy).toBe(true)
+    expect(() => q.started(active)).toThrow(IllegalTransitionError)
+    expect(q.unhold('another')).toBe(false)
+    expect(q.unhold('left-live')).toBe(true)
+    expect(q.status).toBe('IDLE')
+  })
+
+  it('stays closing once closed, through the end of the run it had', () => {
+    const q = queue()
+    q.started(active)
+    q.close()
+    q.runEnded()
+    expect(q.status).toBe('CLOSING')
+    expect(q.idle).toBe(false)
+    expect(() => q.started(active)).toThrow('illegal session queue transition CLOSING → RUNNING')
   })
 })
