@@ -209,7 +209,8 @@ profiles:
       const live = (await post(a!.url, QueueEntryDocument, { sessionId: 'orphan', queueId: long.queueId })).queueEntry
       return live?.status === 'RUNNING' && live.runId
     })
-    await new Promise((r) => setTimeout(r, 300))
+    // its row marks the model call open before A dies
+    await until('the open call to be written', async () => (await store!.runs.find(TENANT, runId))?.inFlightSince)
     await killHard(a!.child)
     const killedAt = Date.now()
 

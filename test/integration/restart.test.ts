@@ -1,5 +1,6 @@
 import type { ChildProcess } from 'node:child_process'
 import { afterEach, describe, expect, it } from 'vitest'
+import { openStore } from '../../src/store/store.js'
 import {
   CreateSessionDocument,
   EnqueuePromptDocument,
@@ -36,12 +37,17 @@ describe.each(providers)('a server restart (%s)', (provider) => {
     const second = (await post(started.url, EnqueuePromptDocument, { input: { sessionId: 'crash', input: 'after the crash' } }))
       .enqueuePrompt
     if (first.__typename !== 'EnqueuePromptPayload' || second.__typename !== 'EnqueuePromptPayload') throw new Error('not admitted')
-    // let it generate a little, with its rows written, then kill it without warning
-    for (;;) {
-      const entry = (await post(started.url, QueueEntryDocument, { sessionId: 'crash', queueId: first.entry.queueId })).queueEntry
-      if (entry?.status === 'RUNNING') break
+    // once it generates with its rows written (20 s of tokens remain), kill it without warning
+    const store = await openStore(database.url)
+    try {
+      for (;;) {
+        const entry = (await post(started.url, QueueEntryDocument, { sessionId: 'crash', queueId: first.entry.queueId })).queueEntry
+        const run = entry?.status === 'RUNNING' && (await store.runs.find('local', entry.runId!))
+        if (run && run.status === 'GENERATING') break
+      }
+    } finally {
+      await store.close()
     }
-    await new Promise((r) => setTimeout(r, 500)) // its RUNNING rows land; 20 s of tokens remain
     child.kill('SIGKILL')
     await new Promise((r) => child!.once('exit', r))
 
