@@ -302,7 +302,7 @@ export class SessionEventBus {
           // what is unwritten now is asked first (of the owner, when another instance numbers the
           // session), so an event written meanwhile is in the store read after it; events
           // delivered from now on arrive through the listener
-          const stream = this.streams.get(sessionKey(tenantId, sessionId))
+          const stream = this.streams.get(key)
           const unwritten = stream ? stream.unwritten.slice() : ((await options.ownersTail?.(last)) ?? [])
           const tail = runId ? unwritten.filter((e) => e.runId === runId) : unwritten
           const page = (after: number) =>

@@ -22,31 +22,29 @@ export interface QueueEntryWriterDeps {
  * a read of an entry that is not outstanding finds it as it ended.
  */
 export class QueueEntryWriter {
-  private readonly journals = new Map<string, RecordJournal>()
-
   constructor(private readonly deps: QueueEntryWriterDeps) {}
 
-  /** The journal of an outstanding entry's writes (its run's start claims the entry there). */
-  journalOf(entry: QueueEntryRecord): RecordJournal {
-    let journal = this.journals.get(entry.queueId)
+  /** The journal of an outstanding entry's writes, kept by its queue (its run's start claims the entry there). */
+  journalOf(queue: SessionQueue, entry: QueueEntryRecord): RecordJournal {
+    let journal = queue.journals.get(entry.queueId)
     if (!journal) {
       journal = new RecordJournal((error) =>
         this.deps.logger.error('a queue entry write failed', { queueId: entry.queueId, error: (error as Error).message }),
       )
-      this.journals.set(entry.queueId, journal)
+      queue.journals.set(entry.queueId, journal)
     }
     return journal
   }
 
   /** Queues a write of the whole entry as it is when the write runs; nobody waits for it. */
-  save(entry: QueueEntryRecord): void {
-    this.journalOf(entry).saveRow(() => this.deps.entries.update({ ...entry }))
+  save(queue: SessionQueue, entry: QueueEntryRecord): void {
+    this.journalOf(queue, entry).saveRow(() => this.deps.entries.update({ ...entry }))
   }
 
   /** Writes the whole entry as it is now; resolves once it is durable. */
-  write(entry: QueueEntryRecord): Promise<void> {
+  write(queue: SessionQueue, entry: QueueEntryRecord): Promise<void> {
     const snapshot = { ...entry }
-    return this.journalOf(entry).write(() => this.deps.entries.update(snapshot))
+    return this.journalOf(queue, entry).write(() => this.deps.entries.update(snapshot))
   }
 
   publish(queue: SessionQueue, kind: QueueEntryEventKind, entry: QueueEntryRecord): void {
@@ -61,7 +59,7 @@ export class QueueEntryWriter {
     const { bus, ledger } = this.deps
     const ended = { ...entry }
     try {
-      await this.journalOf(entry).write(() =>
+      await this.journalOf(queue, entry).write(() =>
         queue.closing
           ? ledger.endEntry(ended, [])
           : bus.commit(
@@ -80,7 +78,7 @@ export class QueueEntryWriter {
   /** A terminal entry, already written: no longer outstanding, and old terminal entries pruned. */
   retire(queue: SessionQueue, entry: QueueEntryRecord): void {
     queue.outstanding.delete(entry.queueId)
-    this.journals.delete(entry.queueId)
+    queue.journals.delete(entry.queueId)
     const { tenantId, sessionId } = queue
     const keep = this.deps.retainedTerminal
     // prune only when the count may be well over the limit (a tenth of slack), not once per run

@@ -117,7 +117,7 @@ export class PromptQueue {
       Object.assign(replacing, { request, requestBytes, fireAt })
       queue.admitted.set(replacing.queueId, admitted)
       this.drainer.schedule(queue, replacing, schedule.debounceMs)
-      await this.writer.write(replacing)
+      await this.writer.write(queue, replacing)
       this.writer.publish(queue, 'QUEUED', replacing)
       return queue.viewOf(replacing)
     }

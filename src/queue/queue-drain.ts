@@ -45,7 +45,7 @@ export class QueueDrain {
     this.deps.scheduler.arm(entry.queueId, delayMs, () => {
       if (entry.status !== 'SCHEDULED') return
       advanceEntry(entry, 'QUEUED')
-      this.deps.writer.save(entry)
+      this.deps.writer.save(queue, entry)
       this.deps.writer.publish(queue, 'QUEUED', entry)
       this.drain(queue)
     })

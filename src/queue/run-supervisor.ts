@@ -34,7 +34,7 @@ export class RunSupervisor {
     entry.startedAt = now()
     // the run claims the entry (STARTING, with its id) in the transaction that inserts it, with
     // the entry's STARTED event
-    const handle = executor.start(entry, queue.admitted.get(entry.queueId) ?? null, writer.journalOf(entry))
+    const handle = executor.start(entry, queue.admitted.get(entry.queueId) ?? null, writer.journalOf(queue, entry))
     queue.admitted.delete(entry.queueId)
     // RUNNING is not written: STARTING already marks it mid-run in the store
     void handle.generating.then((started) => {

@@ -1,6 +1,7 @@
 import { advanceSessionQueue, type SessionQueueStatus } from '../domain/lifecycles.js'
 import type { QueueEntryRecord, QueueEntryView } from '../domain/records.js'
 import type { AdmittedPrompt } from '../runner/prepare.js'
+import type { RecordJournal } from '../runner/record-journal.js'
 import type { RunHandle } from '../runner/run-executor.js'
 
 /** The entry a session is running and the runner's handle on its run. */
@@ -19,6 +20,8 @@ export class SessionQueue {
   readonly admitted = new Map<string, AdmittedPrompt>()
   /** Admitted entries whose row is still being inserted: the drain waits for them. */
   readonly inserting = new Set<string>()
+  /** The writes of each outstanding entry, in order; gone with the entry (or with the queue, when the session is lost). */
+  readonly journals = new Map<string, RecordJournal>()
   /** Moved only through the methods below, along SESSION_QUEUE_TRANSITIONS. */
   status: SessionQueueStatus = 'IDLE'
   /** The entry running here: set while RUNNING, and while CLOSING until its run has ended. */
