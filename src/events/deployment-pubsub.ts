@@ -57,12 +57,37 @@ export function localFanout(): Fanout {
   return new Fanout(target as PubSubEventTarget<DeploymentTopics>)
 }
 
+/** How an instance reaches the others of its deployment, and who it is among them; its owner calls `close()`. */
+export interface DeploymentLink {
+  /** Whom session leases name and calls are addressed to. */
+  readonly instanceId: string
+  readonly fanout: Fanout
+  ping(): Promise<void>
+  close(): Promise<void>
+}
+
+/**
+ * One process: an in-memory fan-out. Its id is the same at every start, so a restarted instance
+ * takes back the sessions it held at once (what ran in them died with it). Apps in one process
+ * may share one link's fan-out under their own ids, as instances do over Redis.
+ */
+export class LocalLink implements DeploymentLink {
+  constructor(
+    readonly instanceId = 'local',
+    readonly fanout = localFanout(),
+  ) {}
+
+  async ping(): Promise<void> {}
+
+  async close(): Promise<void> {}
+}
+
 /**
  * Several instances over Redis: one connection publishes, one listens (a subscribed connection
  * can do nothing else); topics are named under `prefix`, so several deployments (or test runs)
  * can share one Redis. Its owner calls `close()`.
  */
-export class RedisFanout {
+export class RedisLink implements DeploymentLink {
   /** This process: a new id at every start, so a restarted instance never inherits a dead one's leases. */
   readonly instanceId = randomUUID()
   readonly fanout: Fanout
@@ -94,7 +119,7 @@ export class RedisFanout {
   }
 
   /** Loads ioredis only here: a single instance without Redis never needs it. */
-  static async connect(url: string, prefix: string, logger: Logger): Promise<RedisFanout> {
+  static async connect(url: string, prefix: string, logger: Logger): Promise<RedisLink> {
     const { Redis: RedisClient } = await import('ioredis')
     const options = { lazyConnect: true, maxRetriesPerRequest: 3, enableAutoPipelining: true }
     const publisher = new RedisClient(url, options)
@@ -108,7 +133,7 @@ export class RedisFanout {
       subscriber.disconnect()
       throw new Error(`could not connect to Redis: ${(error as Error).message}`)
     }
-    return new RedisFanout(publisher, subscriber, prefix, logger)
+    return new RedisLink(publisher, subscriber, prefix, logger)
   }
 
   async ping(): Promise<void> {

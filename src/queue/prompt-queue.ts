@@ -22,7 +22,7 @@ import { IdempotentAdmissions } from './idempotent-admissions.js'
 import { QueueDrain } from './queue-drain.js'
 import { QueueRecovery } from './queue-recovery.js'
 import { RunSupervisor } from './run-supervisor.js'
-import type { SessionOwnership } from './session-leases.js'
+import type { NewLease, SessionLeases } from './session-leases.js'
 import { SessionQueues } from './session-queues.js'
 
 export interface AdmitRequest {
@@ -49,13 +49,11 @@ export interface PromptQueueDeps {
   times: DurabilityTimes
   logger: Logger
   metrics: Metrics
-  /** Who drains which session (several instances: leases). */
-  ownership: SessionOwnership
+  /** Which sessions this instance drains (their leases). */
+  ownership: SessionLeases
   /** What time it is (ms since the epoch) where a time to live is judged. */
   clock: () => number
   sessionRows: SessionStore
-  /** Several instances share the database. */
-  shared: boolean
 }
 
 const now = () => new Date().toISOString()
@@ -78,7 +76,7 @@ export class PromptQueue {
 
   constructor(private readonly deps: PromptQueueDeps) {
     const { bus, entries, ledger, logger, runs, limits, executor } = deps
-    this.queues = new SessionQueues(bus, entries, deps.shared ? (queue) => this.recovery.adopt(queue) : null)
+    this.queues = new SessionQueues(bus, entries, (queue) => this.recovery.adopt(queue))
     this.admission = new AdmissionLimits(limits)
     this.writer = new QueueEntryWriter({ bus, entries, ledger, logger, retainedTerminal: limits.retainedTerminalPerSession })
     this.supervisor = new RunSupervisor({ executor, writer: this.writer, admission: this.admission, runs })
@@ -280,7 +278,8 @@ export class PromptQueue {
 
   /** Another instance took the session over: stop its run here (its new owner ends it) and forget it. */
   async lose(tenantId: string, sessionId: string): Promise<void> {
-    const queue = await this.queues.peek(tenantId, sessionId)?.catch(() => null)
+    // an idle queue is forgotten before the first await: a claim right after loads it afresh
+    const queue = this.queues.current(tenantId, sessionId) ?? (await this.queues.peek(tenantId, sessionId)?.catch(() => null))
     if (queue) {
       queue.close()
       for (const entry of queue.outstanding.values()) {
@@ -289,7 +288,7 @@ export class PromptQueue {
         this.admission.release(entry.requestBytes)
       }
       queue.active?.handle.stop(new RunStop('SHUTDOWN', 'the session moved to another instance'))
-      await queue.active?.done
+      if (queue.active) await queue.active.done
     }
     this.forget(tenantId, sessionId)
   }
@@ -299,9 +298,25 @@ export class PromptQueue {
     return this.deps.bus.firstCeiling
   }
 
-  /** A session this process just created: alone on the database, its queue and stream start empty, unread. */
-  created(tenantId: string, sessionId: string): void {
-    if (!this.deps.shared) this.queues.created(tenantId, sessionId)
+  /** The lease a session created here is written with. */
+  newLease(): NewLease {
+    return this.deps.ownership.newLease()
+  }
+
+  /** A session this process just created under `lease`: held here, its queue and stream start empty, unread. */
+  created(tenantId: string, sessionId: string, lease: NewLease): void {
+    this.deps.ownership.created(tenantId, sessionId, lease)
+    this.queues.created(tenantId, sessionId)
+  }
+
+  /** Whether this instance holds the session now: its records in memory are the session's truth. */
+  holds(tenantId: string, sessionId: string): boolean {
+    return this.deps.ownership.holds(tenantId, sessionId)
+  }
+
+  /** Whether the session has anything outstanding, running or unwritten (its lease is renewed). */
+  busy(tenantId: string, sessionId: string): boolean {
+    return this.queues.busy(tenantId, sessionId)
   }
 
   /** Forgets a deleted (or lost) session. */
@@ -312,11 +327,12 @@ export class PromptQueue {
   }
 
   /**
-   * At start: alone on the database, ends what the last process left live and resumes the queues
-   * (with several instances, each session is taken over when its lease lapses); then reaps.
+   * At start: takes back the sessions this instance's id held before it stopped (ending what ran
+   * in them) and those nobody holds, resuming their queues; then reaps. Sessions another instance
+   * held are taken over when its lease lapses.
    */
   async recover(): Promise<void> {
-    if (!this.deps.shared) await this.recovery.recoverAtStart()
+    await this.recovery.takeBack()
     this.recovery.start()
   }
 
@@ -324,14 +340,8 @@ export class PromptQueue {
    * Stops admitting, gives running entries `graceMs` to finish, aborts the rest, and waits for
    * their records. Queued entries stay queued in the store and resume at the next start.
    */
-  /** Unloads the idle session queues last asked for before `before` (see SessionQueues); returns how many. */
-  unloadIdle(before: number): number {
-    return this.queues.unloadIdle(before)
-  }
-
   async close(graceMs: number): Promise<void> {
     this.closed = true
-    this.queues.close()
     this.drainer.stop()
     await this.recovery.stop()
     await this.supervisor.close(graceMs)

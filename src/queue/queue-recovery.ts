@@ -14,13 +14,13 @@ import type { SessionMemory } from '../store/session-memory.js'
 import type { SessionStore } from '../store/session-store.js'
 import type { AdmissionLimits } from './admission-limits.js'
 import type { QueueDrain } from './queue-drain.js'
-import type { SessionOwnership } from './session-leases.js'
+import type { SessionLeases } from './session-leases.js'
 import type { SessionQueue } from './session-queue.js'
 import type { SessionQueues } from './session-queues.js'
 
 export interface QueueRecoveryDeps {
-  /** Who drains which session; with several instances, only a session's owner ends its runs. */
-  ownership: SessionOwnership
+  /** Who drains which session: only a session's owner ends its runs. */
+  ownership: SessionLeases
   /** The session rows (their leases). */
   sessionRows: SessionStore
   runs: RunStore
@@ -32,8 +32,6 @@ export interface QueueRecoveryDeps {
   bus: SessionEventBus
   admission: AdmissionLimits
   drain: QueueDrain
-  /** Several instances share the database: adopt sessions whose owner lapsed, instead of recovering all at start. */
-  shared: boolean
   logger: Logger
   metrics: Metrics
   times: DurabilityTimes
@@ -45,12 +43,14 @@ const ENDS = {
 } as const
 
 /**
- * What crashed processes leave behind (DESIGN §6). Alone on its database, an instance ends
- * every run that was live at start INTERRUPTED, reconciles entries with their runs, and resumes
- * queued entries in order (scheduled ones keep their fire time); with several, it does the same
- * for each session it takes over. While running, the reaper ends runs whose heartbeat is stale
- * (a run with a model call open gets a bounded grace). An end is one conditional transaction:
- * two reapers never both end a run, and an owner that loses stops its run.
+ * What crashed processes leave behind (DESIGN §6). At start an instance takes back the sessions
+ * its id held before it stopped: what ran in them died with it, so those runs end INTERRUPTED at
+ * once. A session another instance held is taken over when its lease lapses: its live runs end
+ * STALE once their heartbeat is stale. Either way the entries are reconciled with their runs and
+ * the queued ones resume in order (scheduled ones keep their fire time). While running, the
+ * reaper ends runs whose heartbeat is stale (a run with a model call open gets a bounded grace)
+ * and takes over sessions nobody holds. An end is one conditional transaction: two reapers never
+ * both end a run, and an owner that loses stops its run.
  */
 export class QueueRecovery {
   private timer: NodeJS.Timeout | null = null
@@ -58,23 +58,21 @@ export class QueueRecovery {
 
   constructor(private readonly deps: QueueRecoveryDeps) {}
 
-  /** After a restart of the only instance: everything live was this server's before it died. */
-  async recoverAtStart(): Promise<void> {
-    const { runs, entries } = this.deps
-    for (const run of await runs.unfinished()) await this.end(run, 'INTERRUPTED', null)
-    for (const entry of await entries.withStatus(['STARTING', 'RUNNING'])) await this.reconcile(entry)
-    const waiting = new Map<SessionQueue, QueueEntryRecord[]>()
-    for (const entry of await entries.withStatus(['QUEUED', 'SCHEDULED'])) {
-      const queue = await this.deps.queues.get(entry.tenantId, entry.sessionId)
-      waiting.set(queue, [...(waiting.get(queue) ?? []), entry])
+  /** At start: this instance's own sessions from before (their runs INTERRUPTED), and those nobody holds. */
+  async takeBack(): Promise<void> {
+    const { ownership, runs, sessionRows } = this.deps
+    for (const { tenantId, id, leaseOwner } of await sessionRows.orphaned(new Date(), { heldBy: ownership.instanceId })) {
+      if (!(await ownership.claim(tenantId, id)).mine) continue
+      if (leaseOwner === ownership.instanceId)
+        for (const run of await runs.unfinished({ tenantId, sessionId: id })) await this.end(run, 'INTERRUPTED', null)
+      await this.deps.queues.get(tenantId, id)
     }
-    for (const [queue, queued] of waiting) this.resume(queue, queued)
   }
 
   /**
-   * With several instances, when this one takes a session over: the previous owner lost its
-   * lease (it died, or stopped renewing), so its live runs are ended STALE, and the prompts it
-   * had admitted resume here in order.
+   * When this instance takes a session over (at its first use here, or from the reaper): the
+   * previous owner lost its lease (it died, or stopped renewing), so its live runs are ended
+   * STALE, and the prompts it had admitted resume here in order.
    */
   async adopt(queue: SessionQueue): Promise<void> {
     const { tenantId, sessionId } = queue
@@ -136,14 +134,14 @@ export class QueueRecovery {
           // only a session's owner numbers its events: another instance's session waits for its lease to lapse
           if (!(await this.deps.ownership.claim(run.tenantId, run.sessionId)).mine) continue
           // taking a session over adopts it: its live runs end and its queue goes on here
-          if (this.deps.shared) await this.deps.queues.get(run.tenantId, run.sessionId)
+          await this.deps.queues.get(run.tenantId, run.sessionId)
         }
         if ((await this.end(run, 'STALE', guard)) && run.sessionId !== null) {
           const queue = await this.deps.queues.peek(run.tenantId, run.sessionId)
           if (queue?.unhold(run.id)) this.deps.drain.drain(queue)
         }
       }
-      if (this.deps.shared) await this.adoptOrphans()
+      await this.adoptOrphans()
     } catch (error) {
       this.deps.logger.error('could not reap stale runs', { error: (error as Error).message })
     }
@@ -158,7 +156,7 @@ export class QueueRecovery {
 
   /** Sessions whose owner's lease lapsed while prompts wait in them: take them over. */
   private async adoptOrphans(): Promise<void> {
-    for (const { tenantId, id } of await this.deps.sessionRows.orphaned(new Date(), 100)) {
+    for (const { tenantId, id } of await this.deps.sessionRows.orphaned(new Date(), { take: 100 })) {
       if ((await this.deps.ownership.claim(tenantId, id)).mine) await this.deps.queues.get(tenantId, id)
     }
   }

@@ -4,33 +4,35 @@ import type { SessionStore } from '../store/session-store.js'
 /** Whether this instance drains a session now; when not, which instance does (null: no such session). */
 export type Claim = { mine: true } | { mine: false; owner: string | null }
 
-/** Who drains each session's queue. */
-export interface SessionOwnership {
-  /** Claims the session unless another live instance holds it. */
-  claim(tenantId: string, sessionId: string): Promise<Claim>
-  /** Renews what this instance holds (and learns what it lost) every `renewMs`, until `release`. */
-  start(): void
-  /** Gives up every session (draining): another instance may take them at once. */
-  release(): Promise<void>
-}
-
-/** One instance on its database: it drains every session. */
-export const SOLE_OWNERSHIP: SessionOwnership = {
-  claim: async () => ({ mine: true }),
-  start: () => {},
-  release: async () => {},
+/** A new session's lease, written with its row. */
+export interface NewLease {
+  leaseOwner: string
+  leaseExpiresAt: Date
 }
 
 // tenant ids are operator text: a newline cannot be in them
 const key = (tenantId: string, sessionId: string) => `${tenantId}\n${sessionId}`
+const parts = (held: string) => {
+  const [tenantId, id] = held.split('\n') as [string, string]
+  return { tenantId, id }
+}
+
+/** What the leases need of the queues: which held sessions have work, and telling them of a loss. */
+export interface LeaseHolder {
+  /** Whether the session has anything outstanding, running or unwritten: its lease is renewed. */
+  busy(tenantId: string, sessionId: string): boolean
+  /** The session is no longer held here: stop running it and forget it. */
+  lost(tenantId: string, sessionId: string): void
+}
 
 /**
- * Session leases for several instances on one database (DESIGN §6): a row lease on the session
- * (owner, expiry) taken with a conditional update, renewed in one statement with the heartbeat,
- * lost when not renewed within `ttlMs`. An instance acts on a session only while its own clock
- * says the lease is valid, so it stops before another may take over.
+ * Session leases (DESIGN §6): a row lease on the session (owner, expiry) taken with a conditional
+ * update, lost when not renewed within `ttlMs`. An instance acts on a session only while its own
+ * clock says the lease is valid, so it stops before another may take over. A session's lease is
+ * renewed while it has work; an idle one lapses and is forgotten here, so whichever instance uses
+ * it next loads it from the store. One instance alone runs the same code under its own id.
  */
-export class SessionLeases implements SessionOwnership {
+export class SessionLeases {
   /** Sessions held, with when this instance must stop assuming it holds them (ms). */
   private readonly held = new Map<string, number>()
   private timer: NodeJS.Timeout | null = null
@@ -41,47 +43,76 @@ export class SessionLeases implements SessionOwnership {
     readonly instanceId: string,
     private readonly ttlMs: number,
     private readonly renewMs: number,
-    /** Told about each session this instance held and lost (it stops running it). */
-    private readonly onLost: (tenantId: string, sessionId: string) => void,
+    private readonly holder: LeaseHolder,
     private readonly logger: Logger,
+    private readonly clock: () => number = Date.now,
   ) {}
 
+  /** Claims the session unless another live instance holds it. */
   async claim(tenantId: string, sessionId: string): Promise<Claim> {
     if (this.released) return { mine: false, owner: null }
-    const until = this.held.get(key(tenantId, sessionId))
-    if (until !== undefined && until > Date.now()) return { mine: true }
-    const asked = Date.now()
+    const held = key(tenantId, sessionId)
+    if (this.holds(tenantId, sessionId)) return { mine: true }
+    // lapsed while idle: what this instance kept of it may be behind another owner's
+    if (this.held.has(held) && !this.holder.busy(tenantId, sessionId)) this.lose(held)
+    const asked = this.clock()
     const owner = await this.sessions.claimLease(tenantId, sessionId, this.instanceId, this.ttlMs)
     if (owner !== this.instanceId) return { mine: false, owner }
-    this.held.set(key(tenantId, sessionId), asked + this.ttlMs - this.renewMs)
+    this.held.set(held, asked + this.ttlMs - this.renewMs)
     return { mine: true }
   }
 
+  /** Whether this instance holds the session now, by its own clock (no read). */
+  holds(tenantId: string, sessionId: string): boolean {
+    return (this.held.get(key(tenantId, sessionId)) ?? 0) > this.clock()
+  }
+
+  /** The lease a session created here is written with; `created` then holds it, with no claim. */
+  newLease(): NewLease {
+    return { leaseOwner: this.instanceId, leaseExpiresAt: new Date(Date.now() + this.ttlMs) }
+  }
+
+  created(tenantId: string, sessionId: string, lease: NewLease): void {
+    this.held.set(key(tenantId, sessionId), lease.leaseExpiresAt.getTime() - Date.now() + this.clock() - this.renewMs)
+  }
+
+  /** Renews what this instance holds (and learns what it lost) every `renewMs`, until `release`. */
   start(): void {
     this.timer = setInterval(() => void this.renew(), this.renewMs)
     this.timer.unref()
   }
 
+  /** Renews the busy sessions' leases (learning which were lost); idle ones past their time lapse. */
   private async renew(): Promise<void> {
-    // holding nothing, there is nothing to renew or to learn it lost: an idle instance asks nothing
-    if (this.held.size === 0) return
-    const asked = Date.now()
+    const busy: string[] = []
+    for (const [held, until] of this.held) {
+      const { tenantId, id } = parts(held)
+      if (this.holder.busy(tenantId, id)) busy.push(held)
+      else if (until <= this.clock()) this.lose(held)
+    }
+    // holding nothing busy, there is nothing to renew: an idle instance asks nothing
+    if (busy.length === 0) return
+    const asked = this.clock()
     try {
-      const still = new Set((await this.sessions.renewLeases(this.instanceId, this.ttlMs)).map((s) => key(s.tenantId, s.id)))
-      for (const [held] of this.held) if (!still.has(held)) this.lose(held)
-      for (const held of still) if (this.held.has(held)) this.held.set(held, asked + this.ttlMs - this.renewMs)
+      const still = await this.sessions.renewLeases(this.instanceId, this.ttlMs, busy.map(parts))
+      const renewed = new Set(still.map((s) => key(s.tenantId, s.id)))
+      for (const held of busy) {
+        if (!renewed.has(held)) this.lose(held)
+        else if (this.held.has(held)) this.held.set(held, asked + this.ttlMs - this.renewMs)
+      }
     } catch (error) {
       this.logger.error('could not renew session leases', { error: (error as Error).message })
-      for (const [held, until] of this.held) if (until <= Date.now()) this.lose(held)
+      for (const held of busy) if ((this.held.get(held) ?? 0) <= this.clock()) this.lose(held)
     }
   }
 
   private lose(held: string): void {
     this.held.delete(held)
-    const [tenantId, sessionId] = held.split('\n') as [string, string]
-    this.onLost(tenantId, sessionId)
+    const { tenantId, id } = parts(held)
+    this.holder.lost(tenantId, id)
   }
 
+  /** Gives up every session (draining): another instance may take them at once. */
   async release(): Promise<void> {
     this.released = true
     if (this.timer) clearInterval(this.timer)

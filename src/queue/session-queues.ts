@@ -4,65 +4,52 @@ import { SessionQueue } from './session-queue.js'
 
 const sessionKey = (tenantId: string, sessionId: string) => `${tenantId}/${sessionId}`
 
-/** How long a session's queue stays loaded with nothing to do and nobody asking for it. */
-const IDLE_UNLOAD_MS = 5 * 60_000
-
 /**
- * Every loaded session queue, each loaded once: its event stream opened, its numbering restored.
- * A queue with nothing to do that nobody asked for in `IDLE_UNLOAD_MS` is unloaded with its
- * stream, so memory follows the sessions in use, not every session ever touched; its rows and
- * events are all written by then, so loading it again reads back the same state.
+ * The queues of the sessions this instance holds, each loaded once: its event stream opened, its
+ * numbering restored, what its previous owner left taken over. A queue is forgotten with its
+ * session's lease (which lapses once it is idle), so memory follows the sessions in use, not
+ * every session ever touched; its rows and events are all written by then, so loading it again
+ * reads back the same state.
  */
 export class SessionQueues {
-  private readonly loaded = new Map<string, Promise<SessionQueue>>()
-  /** The loaded queues, with when each was last asked for. */
-  private readonly used = new Map<string, { queue: SessionQueue; at: number }>()
-  private readonly sweeper: NodeJS.Timeout
+  private readonly loading = new Map<string, Promise<SessionQueue>>()
+  private readonly loaded = new Map<string, SessionQueue>()
 
   constructor(
     private readonly bus: SessionEventBus,
     private readonly entries: QueueStore,
-    /** Takes over what a session's previous owner left (with several instances), before first use. */
-    private readonly adopt: ((queue: SessionQueue) => Promise<void>) | null = null,
-  ) {
-    this.sweeper = setInterval(() => this.unloadIdle(Date.now() - IDLE_UNLOAD_MS), IDLE_UNLOAD_MS / 5)
-    this.sweeper.unref()
-  }
+    /** Takes over what the session's previous owner (another instance, or this one before a restart) left, before first use. */
+    private readonly adopt: (queue: SessionQueue) => Promise<void>,
+  ) {}
 
   get(tenantId: string, sessionId: string): Promise<SessionQueue> {
     const key = sessionKey(tenantId, sessionId)
-    let loading = this.loaded.get(key)
+    let loading = this.loading.get(key)
     if (!loading) {
       loading = (async () => {
         await this.bus.open(tenantId, sessionId)
         const queue = new SessionQueue(tenantId, sessionId, (await this.entries.maxQueueSequence(tenantId, sessionId)) + 1)
-        await this.adopt?.(queue)
-        if (this.loaded.get(key) === loading) this.used.set(key, { queue, at: Date.now() })
+        await this.adopt(queue)
+        if (this.loading.get(key) === loading) this.loaded.set(key, queue)
         return queue
       })()
-      this.loaded.set(key, loading)
-      loading.catch(() => this.loaded.delete(key))
+      this.loading.set(key, loading)
+      loading.catch(() => this.loading.delete(key))
     }
-    const used = this.used.get(key)
-    if (used) used.at = Date.now()
     return loading
   }
 
-  /** Unloads the queues with nothing to do, and nothing of theirs unwritten, last asked for before `before`; returns how many. */
-  unloadIdle(before: number): number {
-    let unloaded = 0
-    for (const { queue, at } of this.used.values()) {
-      const { tenantId, sessionId } = queue
-      if (at >= before || !queue.idle || !this.bus.quiet(tenantId, sessionId)) continue
-      this.forget(tenantId, sessionId)
-      this.bus.forget(tenantId, sessionId)
-      unloaded++
-    }
-    return unloaded
+  /** The session's queue if it is loaded now (not while it loads). */
+  current(tenantId: string, sessionId: string): SessionQueue | undefined {
+    return this.loaded.get(sessionKey(tenantId, sessionId))
   }
 
-  close(): void {
-    clearInterval(this.sweeper)
+  /** Whether the session has anything outstanding, running, loading or unwritten. */
+  busy(tenantId: string, sessionId: string): boolean {
+    const key = sessionKey(tenantId, sessionId)
+    const queue = this.loaded.get(key)
+    if (!queue) return this.loading.has(key)
+    return !queue.idle || !this.bus.quiet(tenantId, sessionId)
   }
 
   /** A session created here just now: its queue starts empty and its stream fresh, with no read. */
@@ -71,28 +58,28 @@ export class SessionQueues {
     const queue = new SessionQueue(tenantId, sessionId, 1)
     queue.terminalCount = 0
     const key = sessionKey(tenantId, sessionId)
-    this.loaded.set(key, Promise.resolve(queue))
-    this.used.set(key, { queue, at: Date.now() })
+    this.loading.set(key, Promise.resolve(queue))
+    this.loaded.set(key, queue)
   }
 
   /** The queue if it was ever loaded, without loading it. */
   peek(tenantId: string, sessionId: string): Promise<SessionQueue> | undefined {
-    return this.loaded.get(sessionKey(tenantId, sessionId))
+    return this.loading.get(sessionKey(tenantId, sessionId))
   }
 
   /** Entries queued, scheduled or running in the loaded queues, counted without loading any. */
   get outstanding(): number {
     let count = 0
-    for (const { queue } of this.used.values()) count += queue.outstanding.size
+    for (const queue of this.loaded.values()) count += queue.outstanding.size
     return count
   }
 
   all(): Promise<SessionQueue[]> {
-    return Promise.all(this.loaded.values())
+    return Promise.all(this.loading.values())
   }
 
   forget(tenantId: string, sessionId: string): void {
+    this.loading.delete(sessionKey(tenantId, sessionId))
     this.loaded.delete(sessionKey(tenantId, sessionId))
-    this.used.delete(sessionKey(tenantId, sessionId))
   }
 }

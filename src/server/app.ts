@@ -16,7 +16,7 @@ import {
 } from '../domain/limits.js'
 import type { Logger } from '../domain/logger.js'
 import { DEFAULT_RETRY_DELAYS_MS, WebhookSigners } from '../domain/webhooks.js'
-import { localFanout, RedisFanout } from '../events/deployment-pubsub.js'
+import { type DeploymentLink, LocalLink, RedisLink } from '../events/deployment-pubsub.js'
 import { DEFAULT_EVENT_BUS_OPTIONS, type EventBusOptions, SessionEventBus } from '../events/event-bus.js'
 import { DEFAULT_WEBHOOK_TIMES, WebhookDispatcher, type WebhookDispatcherOptions } from '../events/webhook-dispatcher.js'
 import { AnthropicModelClient } from '../providers/anthropic-client.js'
@@ -24,7 +24,7 @@ import { FakeModelClient } from '../providers/fake-client.js'
 import type { ModelClient } from '../providers/model-client.js'
 import { OpenAIModelClient } from '../providers/openai-client.js'
 import { PromptQueue } from '../queue/prompt-queue.js'
-import { SessionLeases, SOLE_OWNERSHIP } from '../queue/session-leases.js'
+import { SessionLeases } from '../queue/session-leases.js'
 import { PromptPreparer } from '../runner/prepare.js'
 import { RunExecutor } from '../runner/run-executor.js'
 import { type CoalescerOptions, CoalescerPacing } from '../runner/token-coalescer.js'
@@ -81,8 +81,12 @@ export interface AppOptions {
   credentialEnvAllowlist?: readonly string[]
   /** Model clients by backend kind; the fake one is built in. */
   clients?: Partial<Record<BackendKind, ModelClient>>
-  /** Several instances share the database through this Redis: session leases, calls to owners, events. */
+  /** Several instances share the database through this Redis: calls to sessions' owners, events. */
   redisUrl?: string | null
+  /** Without Redis, how this app reaches others in its process (tests run several instances in one); a `LocalLink` unless given. */
+  link?: DeploymentLink
+  /** A store opened by the caller, who closes it (apps in one process sharing one SQLite file); else opened from `databaseUrl`. */
+  store?: Store
   /** Names this deployment's Redis channels, so several can share one Redis. */
   redisPrefix?: string
   /** Signing secrets by tenant, and when deliveries are retried (and polled for). */
@@ -94,18 +98,21 @@ export interface AppOptions {
 /** Loads the catalog, opens and migrates the database, wires services into yoga, and resumes the queues. */
 export async function createApp(options: AppOptions, secrets: SecretLookup, logger: Logger): Promise<App> {
   const files = loadCatalogFiles(options.catalogDir)
-  const store = await openStore(options.databaseUrl)
-  let link: RedisFanout | null = null
+  const store = options.store ?? (await openStore(options.databaseUrl))
+  const closeStore = () => (options.store ? Promise.resolve() : store.close())
+  let link: DeploymentLink | null = null
   try {
-    if (options.redisUrl) link = await RedisFanout.connect(options.redisUrl, options.redisPrefix ?? 'promptline:', logger)
-    // with several instances a cached definition or session could be stale: read them from the store
-    const catalog = await Catalog.open(store, files, { cached: link === null })
+    link = options.redisUrl
+      ? await RedisLink.connect(options.redisUrl, options.redisPrefix ?? 'promptline:', logger)
+      : (options.link ?? new LocalLink())
+    // with several processes a cached definition could be stale: read them from the store
+    const catalog = await Catalog.open(store, files, { cached: !options.redisUrl })
     const sessionMemory = new SessionMemory(store.sessions)
     const allowlist = options.credentialEnvAllowlist ?? []
     const preparer = new PromptPreparer(catalog, sessionMemory, secrets, allowlist)
     const busOptions = { ...DEFAULT_EVENT_BUS_OPTIONS, ...options.events }
     const metrics = new PrometheusMetrics()
-    const bus = new SessionEventBus(store.events, store.sessions, logger, busOptions, link?.fanout ?? localFanout(), metrics)
+    const bus = new SessionEventBus(store.events, store.sessions, logger, busOptions, link.fanout, metrics)
     const clients: Record<BackendKind, ModelClient> = {
       FAKE: new FakeModelClient(),
       OPENAI: new OpenAIModelClient(),
@@ -116,9 +123,15 @@ export async function createApp(options: AppOptions, secrets: SecretLookup, logg
     const capacity = new CapacityPools(logger)
     const times = durabilityTimes(options.durability)
     // a lease lapses as a dead owner's runs go stale, so both move on together
-    const ownership = link
-      ? new SessionLeases(store.sessions, link.instanceId, times.staleMs, times.heartbeatMs, (t, s) => void queue.lose(t, s), logger)
-      : SOLE_OWNERSHIP
+    const ownership: SessionLeases = new SessionLeases(
+      store.sessions,
+      link.instanceId,
+      times.staleMs,
+      times.heartbeatMs,
+      { busy: (t, s): boolean => queue.busy(t, s), lost: (t, s) => void queue.lose(t, s) },
+      logger,
+      options.clock,
+    )
     const executor = new RunExecutor({
       preparer,
       clientFor,
@@ -133,7 +146,7 @@ export async function createApp(options: AppOptions, secrets: SecretLookup, logg
       heartbeatMs: times.heartbeatMs,
       noProgressMs: times.noProgressMs,
     })
-    const queue = new PromptQueue({
+    const queue: PromptQueue = new PromptQueue({
       executor,
       bus,
       entries: store.entries,
@@ -148,7 +161,6 @@ export async function createApp(options: AppOptions, secrets: SecretLookup, logg
       ownership,
       clock: options.clock ?? Date.now,
       sessionRows: store.sessions,
-      shared: link !== null,
     })
     const router = new SessionRouter(ownership, link, logger)
     const signers = new WebhookSigners(options.webhooks?.secrets ?? new Map())
@@ -159,7 +171,7 @@ export async function createApp(options: AppOptions, secrets: SecretLookup, logg
       logger,
       metrics,
     )
-    const sessions = new SessionService(store, sessionMemory, catalog, queue, router, signers, link !== null)
+    const sessions = new SessionService(store, sessionMemory, catalog, queue, router, signers)
     const budgets = new BudgetGuard(store, options.budgets ?? [])
     const services = {
       catalog: new CatalogService(catalog, secrets, capacity, allowlist),
@@ -173,12 +185,10 @@ export async function createApp(options: AppOptions, secrets: SecretLookup, logg
       ping: () => store.ping(),
       unready: async () => {
         if (draining !== null) return 'draining'
-        const redisDown = link
-          ? await link.ping().then(
-              () => false,
-              () => true,
-            )
-          : false
+        const redisDown = await link!.ping().then(
+          () => false,
+          () => true,
+        )
         if (redisDown) return 'redis does not answer'
         return store.unready()
       },
@@ -218,13 +228,13 @@ export async function createApp(options: AppOptions, secrets: SecretLookup, logg
           await webhooks.close()
           router.close()
           await bus.close()
-          await link?.close()
-          await store.close()
+          await link!.close()
+          await closeStore()
         })()),
     }
   } catch (err) {
     await link?.close()
-    await store.close()
+    await closeStore()
     throw err
   }
 }

@@ -2,8 +2,8 @@ import { randomUUID } from 'node:crypto'
 import * as domainErrors from '../domain/errors.js'
 import { InternalError, PromptlineError } from '../domain/errors.js'
 import type { Logger } from '../domain/logger.js'
-import type { RedisFanout } from '../events/deployment-pubsub.js'
-import type { SessionOwnership } from '../queue/session-leases.js'
+import type { DeploymentLink } from '../events/deployment-pubsub.js'
+import type { SessionLeases } from '../queue/session-leases.js'
 import type { SessionOperation, SessionOperations } from './session-operations.js'
 
 interface Call {
@@ -45,11 +45,11 @@ function sent(error: unknown): SentError {
 }
 
 /**
- * Runs a session's use cases where its queue lives (DESIGN §6). Alone on its database, that is
- * here. With several instances, the session's owner (its lease holder) runs them: this instance
- * when it holds or can take the lease, else the owner, asked through Redis, whose answer (value
- * or typed error) comes back the same way. Each operation of `SessionOperations` is registered
- * once with `handle`.
+ * Runs a session's use cases where its queue lives (DESIGN §6): at the session's owner (its lease
+ * holder). That is this instance when it holds or can take the lease, else the owner, asked
+ * through the deployment's link, whose answer (value or typed error) comes back the same way. One
+ * instance alone is the same code with one host. Each operation of `SessionOperations` is
+ * registered once with `handle`.
  */
 export class SessionRouter {
   private readonly handlers: Partial<SessionOperations> = {}
@@ -57,16 +57,15 @@ export class SessionRouter {
   private unsubscribe: (() => void) | null = null
 
   constructor(
-    private readonly ownership: SessionOwnership,
-    /** With several instances: how they reach each other. */
-    private readonly remote: RedisFanout | null,
+    private readonly ownership: SessionLeases,
+    /** How the instances reach each other. */
+    private readonly link: DeploymentLink,
     private readonly logger: Logger,
   ) {}
 
   /** Starts answering calls from other instances. */
   async start(): Promise<void> {
-    if (!this.remote) return
-    const { fanout, instanceId } = this.remote
+    const { fanout, instanceId } = this.link
     this.unsubscribe = fanout.listen('calls', instanceId, (message) => {
       const m = message as Call | Answer
       if (m.kind === 'answer') this.waiting.get(m.id)?.settle(m)
@@ -90,7 +89,7 @@ export class SessionRouter {
     for (let attempt = 0; ; attempt++) {
       const claim = await this.ownership.claim(tenantId, sessionId)
       // no owner: no such session; the handler here answers NOT_FOUND
-      if (claim.mine || claim.owner === null || !this.remote) return this.runHere(op, args)
+      if (claim.mine || claim.owner === null) return this.runHere(op, args)
       try {
         return (await this.ask(claim.owner, { tenantId, sessionId, op, args }, timeoutMs)) as Awaited<ReturnType<SessionOperations[K]>>
       } catch (error) {
@@ -108,7 +107,7 @@ export class SessionRouter {
   }
 
   private ask(owner: string, call: Pick<Call, 'tenantId' | 'sessionId' | 'op' | 'args'>, timeoutMs: number): Promise<unknown> {
-    const { fanout, instanceId } = this.remote!
+    const { fanout, instanceId } = this.link
     const id = randomUUID()
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
@@ -138,7 +137,7 @@ export class SessionRouter {
       if (!(error instanceof PromptlineError)) this.logger.error('a routed call failed', { op: call.op, error: (error as Error).message })
       answer = { kind: 'answer', id: call.id, error: sent(error) }
     }
-    this.remote!.fanout.pubsub.publish('calls', call.from, answer)
+    this.link.fanout.pubsub.publish('calls', call.from, answer)
   }
 
   close(): void {

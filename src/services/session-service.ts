@@ -35,8 +35,6 @@ export class SessionService {
     private readonly queue: PromptQueue,
     private readonly router: SessionRouter,
     private readonly signers: WebhookSigners,
-    /** Several instances: another may delete a session, so records are read from the store. */
-    private readonly shared = false,
   ) {
     router.handle('deleteSession', (t: string, id: string) => this.deleteHere(t, id))
     router.handle('messages', (t: string, s: string) => this.memory.messages(t, s))
@@ -52,6 +50,7 @@ export class SessionService {
     }
     if (parsed.webhookUrl) this.signers.requireFor(tenantId, 'input.webhookUrl')
     const id = parsed.id ?? randomUUID()
+    const lease = this.queue.newLease()
     try {
       const session = await this.store.sessions.create({
         tenantId,
@@ -62,9 +61,10 @@ export class SessionService {
         keepHistory: parsed.keepHistory ?? true,
         webhookUrl: parsed.webhookUrl ?? null,
         sequenceCeiling: this.queue.firstSequenceCeiling,
+        ...lease,
       })
       this.memory.remember(session)
-      this.queue.created(tenantId, id)
+      this.queue.created(tenantId, id, lease)
       return session
     } catch (error) {
       if (isUniqueViolation(error)) throw InvalidRequestError.at('input.id', `a session '${id}' already exists`)
@@ -72,10 +72,14 @@ export class SessionService {
     }
   }
 
-  /** A session by id; `field` names the argument in a validation error. */
+  /**
+   * A session by id; `field` names the argument in a validation error. From memory where this
+   * instance holds the session (every change goes through it), else from the store: another
+   * instance may have deleted it.
+   */
   get(tenantId: string, id: string, field = 'id'): Promise<SessionRecord | null> {
     const sessionId = parseInput(idSchema, id, field)
-    return this.shared ? this.store.sessions.find(tenantId, sessionId) : this.memory.find(tenantId, sessionId)
+    return this.queue.holds(tenantId, sessionId) ? this.memory.find(tenantId, sessionId) : this.store.sessions.find(tenantId, sessionId)
   }
 
   async require(tenantId: string, id: string, field = 'sessionId'): Promise<SessionRecord> {

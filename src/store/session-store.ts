@@ -59,11 +59,22 @@ export class SessionStore {
     webhookUrl: string | null
     /** Event sequences reserved with the row. */
     sequenceCeiling: number
+    /** The creating instance holds the session from the start (none: nobody holds it yet). */
+    leaseOwner?: string
+    leaseExpiresAt?: Date
   }): Promise<SessionRecord> {
     const at = new Date()
-    const { sequenceCeiling, ...session } = { ...input, metadata: input.metadata ?? null }
+    const { sequenceCeiling, leaseOwner, leaseExpiresAt, ...session } = { ...input, metadata: input.metadata ?? null }
     await this.db.session.create({
-      data: { ...session, metadata: nullableJson(session.metadata), sequenceCeiling, createdAt: at, updatedAt: at },
+      data: {
+        ...session,
+        metadata: nullableJson(session.metadata),
+        sequenceCeiling,
+        leaseOwner,
+        leaseExpiresAt,
+        createdAt: at,
+        updatedAt: at,
+      },
       select: { id: true },
     })
     return { ...session, createdAt: at.toISOString(), updatedAt: at.toISOString() }
@@ -125,14 +136,22 @@ export class SessionStore {
     return row?.leaseOwner ?? null
   }
 
-  /** Extends every lease `owner` still holds; returns those sessions (any other it thought it held is lost). */
-  async renewLeases(owner: string, ttlMs: number): Promise<{ tenantId: string; id: string }[]> {
+  /** Extends the leases of `sessions` that `owner` still holds; returns those (any other is lost). */
+  async renewLeases(
+    owner: string,
+    ttlMs: number,
+    sessions: readonly { tenantId: string; id: string }[],
+  ): Promise<{ tenantId: string; id: string }[]> {
     const now = new Date()
+    const these = { OR: sessions.map(({ tenantId, id }) => ({ tenantId, id })) }
     await this.db.session.updateMany({
-      where: { leaseOwner: owner, leaseExpiresAt: { gte: now } },
+      where: { ...these, leaseOwner: owner, leaseExpiresAt: { gte: now } },
       data: { leaseExpiresAt: new Date(now.getTime() + ttlMs) },
     })
-    return this.db.session.findMany({ where: { leaseOwner: owner, leaseExpiresAt: { gt: now } }, select: { tenantId: true, id: true } })
+    return this.db.session.findMany({
+      where: { ...these, leaseOwner: owner, leaseExpiresAt: { gt: now } },
+      select: { tenantId: true, id: true },
+    })
   }
 
   /** Gives up `owner`'s leases (a draining instance hands its sessions on). */
@@ -140,14 +159,21 @@ export class SessionStore {
     await this.db.session.updateMany({ where: { leaseOwner: owner }, data: { leaseOwner: null, leaseExpiresAt: null } })
   }
 
-  /** Sessions whose owner's lease expired (or was released) while prompts wait in them. */
-  orphaned(now: Date, take: number): Promise<{ tenantId: string; id: string }[]> {
+  /**
+   * Sessions whose owner's lease expired (or was released) while prompts wait in them, up to
+   * `take` (all without); with `heldBy`, also those that instance holds (a restarted instance's
+   * own, left by its earlier run).
+   */
+  orphaned(
+    now: Date,
+    { take, heldBy = null }: { take?: number; heldBy?: string | null },
+  ): Promise<{ tenantId: string; id: string; leaseOwner: string | null }[]> {
     return this.db.session.findMany({
       where: {
-        OR: [{ leaseOwner: null }, { leaseExpiresAt: { lt: now } }],
+        OR: [{ leaseOwner: null }, { leaseExpiresAt: { lt: now } }, ...(heldBy === null ? [] : [{ leaseOwner: heldBy }])],
         entries: { some: { status: { in: ['QUEUED', 'SCHEDULED', 'STARTING', 'RUNNING'] } } },
       },
-      select: { tenantId: true, id: true },
+      select: { tenantId: true, id: true, leaseOwner: true },
       take,
     })
   }

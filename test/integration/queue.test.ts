@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import {
   AbortRunDocument,
   CancelPromptDocument,
@@ -368,32 +368,32 @@ describe.each(providers)('sessions and the prompt queue (%s)', (provider) => {
     expect((await t.request(SessionDocument, { id: 'free-2' })).data!.session!.messages).toHaveLength(2)
   })
 
-  it('unloads idle session queues and loads them back as they were; a busy one stays', async () => {
-    const idle = await createSession(t, 'unloaded')
-    await t.request(RunPromptDocument, { input: { sessionId: idle, input: 'before unloading' } })
-    const busy = await createSession(t, 'kept-loaded')
-    const running = await enqueue(t, { sessionId: busy, input: words(20), overrides: slow(20) })
-    await waitForEntry(t, busy, running.queueId, ['RUNNING'])
-    await t.app.flush()
-    const unloaded = t.app.queue.unloadIdle(Date.now() + 1)
-    expect(unloaded).toBeGreaterThanOrEqual(1)
-    expect(t.app.queue.unloadIdle(Date.now() + 1)).toBe(0) // what stays loaded is busy
-    await waitForEntry(t, busy, running.queueId, ['COMPLETED'])
+  it('forgets a session whose lease lapsed while idle and loads it back as it was; a busy one keeps running', async () => {
+    let later = 0
+    const moved = await startTestServer({ provider, app: { clock: () => Date.now() + later } })
+    try {
+      const idle = await createSession(moved, 'lapsed')
+      await moved.request(RunPromptDocument, { input: { sessionId: idle, input: 'before the lapse' } })
+      const busy = await createSession(moved, 'renewed')
+      const running = await enqueue(moved, { sessionId: busy, input: words(20), overrides: slow(20) })
+      await waitForEntry(moved, busy, running.queueId, ['RUNNING'])
+      const loads = vi.spyOn(moved.app.store.entries, 'maxQueueSequence')
+      later = 10 * 60_000 // past every lease this instance holds
 
-    await t.request(RunPromptDocument, { input: { sessionId: idle, input: 'after loading again' } })
-    const session = (await t.request(SessionDocument, { id: idle })).data!.session!
-    expect(session.messages.map((m) => m.content)).toEqual([
-      'before unloading',
-      'before unloading',
-      'after loading again',
-      'after loading again',
-    ])
-    const events = t.subscribe(SessionEventsDocument, { sessionId: idle, afterSequence: 0 })
-    await events.until((r) => r.filter((e) => e.data?.sessionEvents.__typename === 'RunFinishedEvent').length === 2)
-    events.unsubscribe()
-    const sequences = events.results.map((r) => r.data!.sessionEvents.sequence)
-    expect(sequences).toEqual([...sequences].sort((a, b) => a - b))
-    expect(new Set(sequences).size).toBe(sequences.length)
+      await moved.request(RunPromptDocument, { input: { sessionId: idle, input: 'after the lapse' } })
+      expect(loads.mock.calls.map(([, sessionId]) => sessionId)).toEqual([idle])
+      expect((await waitForEntry(moved, busy, running.queueId, ['COMPLETED', 'FAILED'])).status).toBe('COMPLETED')
+      const session = (await moved.request(SessionDocument, { id: idle })).data!.session!
+      expect(session.messages.map((m) => m.content)).toEqual(['before the lapse', 'before the lapse', 'after the lapse', 'after the lapse'])
+      const events = moved.subscribe(SessionEventsDocument, { sessionId: idle, afterSequence: 0 })
+      await events.until((r) => r.filter((e) => e.data?.sessionEvents.__typename === 'RunFinishedEvent').length === 2)
+      events.unsubscribe()
+      const sequences = events.results.map((r) => r.data!.sessionEvents.sequence)
+      expect(sequences).toEqual([...sequences].sort((a, b) => a - b))
+      expect(new Set(sequences).size).toBe(sequences.length)
+    } finally {
+      await moved.stop({ dropDatabase: true })
+    }
   })
 
   it("deletes a session's event log with it: the same id created again replays only its own events", async () => {
