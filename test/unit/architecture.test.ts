@@ -132,4 +132,9 @@ describe('the write path and the session routing', () => {
     const router = readFileSync(path.join(SRC, 'services/session-router.ts'), 'utf8')
     expect(router.match(/\bany\b(?!thing)/g) ?? []).toEqual([])
   })
+
+  it('runs one instance as the several-instance code: no module is told whether the database is shared', () => {
+    const bad = sourceFiles(SRC).filter((file) => /\bshared\s*[:=?]|\.shared\b|SOLE_OWNERSHIP/.test(readFileSync(file, 'utf8')))
+    expect(bad.map((file) => path.relative(SRC, file))).toEqual([])
+  })
 })
