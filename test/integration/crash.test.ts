@@ -8,12 +8,15 @@ import {
   CreateSessionDocument,
   EnqueuePromptDocument,
   QueueEntryDocument,
+  SessionEventsDocument,
+  type SessionEventsSubscription,
   SteerPromptDocument,
 } from '../generated/graphql.js'
 import { createTestDatabase, providers, type TestDatabase } from '../helpers/databases.js'
 import { words } from '../helpers/flow.js'
 import { killHard, post, releaseAll, startServerProcess } from '../helpers/process.js'
-import { startTestServer, type TestServer } from '../helpers/server.js'
+import { Subscription, startTestServer, type TestServer } from '../helpers/server.js'
+import { wsClient } from '../helpers/ws-client.js'
 
 const TENANT = 'local'
 const SESSIONS = ['crash-a', 'crash-b', 'crash-c']
@@ -27,6 +30,16 @@ const random = () => {
 }
 const pick = <T>(items: T[]): T | undefined => items[Math.floor(random() * items.length)]
 const pause = (ms: number) => new Promise((r) => setTimeout(r, ms))
+// what each live event type is called in the log
+const LOGGED_TYPE: Record<string, SessionEvent['type']> = {
+  QueueEntryEvent: 'QUEUE_ENTRY',
+  RunStartedEvent: 'RUN_STARTED',
+  TokenDeltaEvent: 'TOKEN_DELTA',
+  SteerAcceptedEvent: 'STEER_ACCEPTED',
+  SteerAppliedEvent: 'STEER_APPLIED',
+  MessageCreatedEvent: 'MESSAGE_CREATED',
+  RunFinishedEvent: 'RUN_FINISHED',
+}
 
 /** One session's share of the workload: short and long prompts, cancels, aborts and steers, until the server dies. */
 async function work(url: string, sessionId: string, admitted: string[]): Promise<void> {
@@ -75,16 +88,29 @@ describe.each(providers)('kill -9 at random points of a mixed workload (%s)', (p
 
   it(`leaves records that agree after the last restart (seed ${seed})`, async () => {
     database = await createTestDatabase(provider)
+    // what subscribers were shown live, by session: every event but a delta must be in the log after the restarts
+    const shown = new Map<string, { sequence: number; type: string; runId: string | null }[]>(SESSIONS.map((s) => [s, []]))
     for (let kill = 0; kill < KILLS; kill++) {
       const started = await startServerProcess(database.url)
       child = started.child
       if (kill === 0)
         for (const id of SESSIONS) await post(started.url, CreateSessionDocument, { input: { id, defaultProfileId: 'fake-echo' } })
+      const client = wsClient(started.url)
+      const live = SESSIONS.map(
+        (sessionId) => new Subscription<SessionEventsSubscription>(client, SessionEventsDocument as never, { sessionId, afterSequence: 0 }),
+      )
       const admitted = SESSIONS.map(() => [] as string[])
       const load = SESSIONS.map((s, i) => work(started.url, s, admitted[i]!))
       await pause(300 + random() * 1200)
       await killHard(child)
       await Promise.all(load)
+      for (const [i, sessionId] of SESSIONS.entries())
+        for (const { data } of live[i]!.results) {
+          const { __typename, sequence, runId } = data!.sessionEvents
+          if (__typename !== 'TokenDeltaEvent')
+            shown.get(sessionId)!.push({ sequence, type: LOGGED_TYPE[__typename]!, runId: runId ?? null })
+        }
+      await client.dispose()
     }
     child = undefined
     server = await startTestServer({ provider, database })
@@ -94,12 +120,18 @@ describe.each(providers)('kill -9 at random points of a mixed workload (%s)', (p
 
     const runs = await store.runs.list(TENANT, {}, null, 100_000)
     expect(runs.length).toBeGreaterThan(0)
+    expect([...shown.values()].flat().length).toBeGreaterThan(0)
     expect(runs.filter((r) => !isTerminalRun(r.status))).toEqual([])
     const runsById = new Map(runs.map((r) => [r.id, r]))
     for (const sessionId of SESSIONS) {
       const events: SessionEvent[] = await store.events.after(TENANT, sessionId, 0, 1_000_000)
       const sequences = events.map((e) => e.sequence)
       expect(new Set(sequences).size).toBe(sequences.length)
+      const logged = new Map(events.map((e) => [e.sequence, e]))
+      const unlogged = shown
+        .get(sessionId)!
+        .filter((e) => logged.get(e.sequence)?.type !== e.type || logged.get(e.sequence)?.runId !== e.runId)
+      expect(unlogged, 'lifecycle events shown live but not in the log').toEqual([])
       const sessionRuns = runs.filter((r) => r.sessionId === sessionId)
       for (const run of sessionRuns) {
         const own = events.filter((e) => e.runId === run.id)
