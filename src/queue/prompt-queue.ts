@@ -62,7 +62,7 @@ const now = () => new Date().toISOString()
  * Every session's FIFO prompt queue. Sessions run independently; within one, strictly one entry
  * at a time. Admission is decided at once and nothing is half-written when it is refused. The
  * jobs live in their own modules: limits (AdmissionLimits), debounce timers (DebounceScheduler),
- * the drain loop (QueueDrain), live runs (RunSupervisor), start-up recovery (recoverQueues).
+ * the drain loop (QueueDrain), live runs (RunSupervisor), recovery and take-over (QueueRecovery), leases (SessionLeases).
  */
 export class PromptQueue {
   private readonly queues: SessionQueues

@@ -73,7 +73,9 @@ export class SessionLeases {
   }
 
   created(tenantId: string, sessionId: string, lease: NewLease): void {
-    this.held.set(key(tenantId, sessionId), lease.leaseExpiresAt.getTime() - Date.now() + this.clock() - this.renewMs)
+    // the lease's time left, on this instance's clock, less the margin every held lease keeps
+    const left = lease.leaseExpiresAt.getTime() - Date.now()
+    this.held.set(key(tenantId, sessionId), this.clock() + left - this.renewMs)
   }
 
   /** Renews what this instance holds (and learns what it lost) every `renewMs`, until `release`. */
