@@ -86,7 +86,7 @@ describe.each(providers)('kill -9 at random points of a mixed workload (%s)', (p
   let server: TestServer | undefined
   afterEach(() => releaseAll(child, server, database))
 
-  it(`leaves records that agree after the last restart (seed ${seed})`, async () => {
+  it(`leaves records that agree after the last restart, and every lifecycle event shown live in the log (seed ${seed})`, async () => {
     database = await createTestDatabase(provider)
     // what subscribers were shown live, by session: every event but a delta must be in the log after the restarts
     const shown = new Map<string, { sequence: number; type: string; runId: string | null }[]>(SESSIONS.map((s) => [s, []]))
