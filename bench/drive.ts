@@ -6,6 +6,8 @@ const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.lengt
 /** What one run gave its client. */
 export interface RunOutcome {
   firstTokenMs: number
+  /** From the first token to the last, as the client saw them: whether they arrived as they streamed. */
+  spreadMs: number
   tokens: number
   /** Events the client received for the run (promptline only). */
   events: number
@@ -17,6 +19,7 @@ export interface LevelResult {
   runsPerSecond: number
   firstTokenP50Ms: number
   firstTokenP99Ms: number
+  spreadP50Ms: number
   eventsPerRun: number
   lostTokens: number
   failedRuns: number
@@ -33,6 +36,7 @@ export async function drive(
   once: (client: number) => Promise<RunOutcome>,
 ): Promise<LevelResult> {
   const latencies: number[] = []
+  const spreads: number[] = []
   let events = 0
   let lostTokens = 0
   let failedRuns = 0
@@ -42,6 +46,7 @@ export async function drive(
       for (let r = 0; r < runsPerClient; r++) {
         const outcome = await once(client)
         latencies.push(outcome.firstTokenMs)
+        spreads.push(outcome.spreadMs)
         events += outcome.events
         lostTokens += Math.max(0, tokensPerRun - outcome.tokens)
         if (!outcome.completed) failedRuns++
@@ -50,12 +55,14 @@ export async function drive(
   )
   const seconds = (performance.now() - started) / 1000
   latencies.sort((a, b) => a - b)
+  spreads.sort((a, b) => a - b)
   const runs = clients * runsPerClient
   return {
     runs,
     runsPerSecond: round(runs / seconds),
     firstTokenP50Ms: round(percentile(latencies, 50)),
     firstTokenP99Ms: round(percentile(latencies, 99)),
+    spreadP50Ms: round(percentile(spreads, 50)),
     eventsPerRun: round(events / runs),
     lostTokens,
     failedRuns,

@@ -89,6 +89,8 @@ async function atDelay(delayMs: number) {
           floorFirstTokenP50: floor.firstTokenP50Ms,
           firstTokenP99: ours.firstTokenP99Ms,
           floorFirstTokenP99: floor.firstTokenP99Ms,
+          spreadP50: ours.spreadP50Ms,
+          floorSpreadP50: floor.spreadP50Ms,
           cpuMsPerRun: ours.cpuMsPerRun,
           floorCpuMsPerRun: floor.cpuMsPerRun,
           sqlPerRun: ours.sqlPerRun,

@@ -33,6 +33,7 @@ const EVENTS = `subscription($s: ID!, $after: Int) {
 interface RunTracker {
   sentAt: number
   firstTokenMs: number
+  lastTokenMs: number
   tokens: number
   events: number
   finished: (completed: boolean) => void
@@ -62,7 +63,8 @@ function watch(socket: Client, sessionId: string, afterSequence: number | null, 
         const event = data!.sessionEvents
         run.events++
         if (event.__typename === 'TokenDeltaEvent') {
-          if (run.tokens === 0) run.firstTokenMs = performance.now() - run.sentAt
+          run.lastTokenMs = performance.now() - run.sentAt
+          if (run.tokens === 0) run.firstTokenMs = run.lastTokenMs
           run.tokens += event.text!.split(' ').filter(Boolean).length
         } else if (event.__typename === 'RunFinishedEvent') {
           if (event.run!.status !== 'COMPLETED') console.error('run ended', event.run)
@@ -78,7 +80,7 @@ function watch(socket: Client, sessionId: string, afterSequence: number | null, 
 function tracker(): { run: RunTracker; done: Promise<boolean> } {
   let finished!: (completed: boolean) => void
   const done = new Promise<boolean>((resolve) => (finished = resolve))
-  return { run: { sentAt: 0, firstTokenMs: Number.NaN, tokens: 0, events: 0, finished }, done }
+  return { run: { sentAt: 0, firstTokenMs: Number.NaN, lastTokenMs: Number.NaN, tokens: 0, events: 0, finished }, done }
 }
 
 /** One level through promptline; `tag` keeps session ids unique across levels. */
@@ -111,7 +113,8 @@ export async function promptlineLevel(url: string, shape: Shape, load: Workload,
       await mutate(url, ENQUEUE, { s: sessionId, input: load.prompt })
       const completed = await done
       unsubscribe()
-      return { firstTokenMs: run.firstTokenMs, tokens: run.tokens, events: run.events, completed }
+      const spreadMs = run.lastTokenMs - run.firstTokenMs
+      return { firstTokenMs: run.firstTokenMs, spreadMs, tokens: run.tokens, events: run.events, completed }
     })
   } finally {
     for (const unsubscribe of unsubscribes) unsubscribe()
@@ -130,6 +133,7 @@ export async function floorLevel(baseURL: string, load: Workload): Promise<Level
   const result = await drive(load.clients, load.runsPerClient, load.tokensPerRun, async (i) => {
     const sentAt = performance.now()
     let firstTokenMs = Number.NaN
+    let lastTokenMs = Number.NaN
     let tokens = 0
     const stream = await clients[i]!.chat.completions.create({
       model: 'gpt-bench',
@@ -140,10 +144,11 @@ export async function floorLevel(baseURL: string, load: Workload): Promise<Level
     for await (const chunk of stream) {
       const text = chunk.choices[0]?.delta?.content
       if (!text) continue
-      if (tokens === 0) firstTokenMs = performance.now() - sentAt
+      lastTokenMs = performance.now() - sentAt
+      if (tokens === 0) firstTokenMs = lastTokenMs
       tokens += text.split(' ').filter(Boolean).length
     }
-    return { firstTokenMs, tokens, events: 0, completed: true }
+    return { firstTokenMs, spreadMs: lastTokenMs - firstTokenMs, tokens, events: 0, completed: true }
   })
   const cpu = process.cpuUsage(cpuBefore)
   return { ...result, cpuMsPerRun: round((cpu.user + cpu.system) / 1000 / result.runs) }
