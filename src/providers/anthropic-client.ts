@@ -1,12 +1,26 @@
 import type Anthropic from '@anthropic-ai/sdk'
-import type { RawMessageStreamEvent } from '@anthropic-ai/sdk/resources/messages'
-import type { ChatMessage } from '../domain/records.js'
+import type { Message, RawMessageStreamEvent } from '@anthropic-ai/sdk/resources/messages'
+import type { ChatMessage, Usage } from '../domain/records.js'
 import { usageOf } from '../domain/records.js'
 import { ClientCache } from './client-cache.js'
 import type { GenerateEvent, GenerateRequest, ModelClient } from './model-client.js'
-import { classifyVendorError } from './provider-error.js'
+import { classifyVendorError, vendorStreamError } from './provider-error.js'
 import { textDeltas } from './sse.js'
-import { responseBody, vendorFetch } from './vendor-http.js'
+import { isJsonResponse, responseBody, vendorFetch } from './vendor-http.js'
+
+/** Anthropic's usage, in ours: its input_tokens leave the cached ones out, so they are added. */
+function anthropicUsage(usage: Message['usage']): Usage {
+  const cacheReadTokens = usage.cache_read_input_tokens ?? 0
+  const cacheWriteTokens = usage.cache_creation_input_tokens ?? 0
+  return usageOf({
+    inputTokens: usage.input_tokens + cacheReadTokens + cacheWriteTokens,
+    outputTokens: usage.output_tokens,
+    cacheReadTokens,
+    cacheWriteTokens,
+  })
+}
+
+type ErrorEvent = { type: 'error'; error?: { type?: string; message?: string } }
 
 /** Anthropic takes system text apart from the turns, and turns that alternate user/assistant. */
 function toAnthropicMessages(messages: ChatMessage[]): { system: string; turns: { role: 'user' | 'assistant'; content: string }[] } {
@@ -53,42 +67,42 @@ export class AnthropicModelClient implements ModelClient {
     }
     let usage = usageOf()
     let finishReason = 'unknown'
+    const secret = request.credential.reveal()
     try {
       // the SDK sends the request and turns a refusal into its APIError; the stream is read here
       const response = await client.messages.create(body, { signal }).asResponse()
-      const stream = responseBody(response)
-      if (!stream) throw new Error('the response has no body')
-      yield* textDeltas(stream, (sse) => {
-        if (sse.event === 'ping' || sse.data === '') return null
-        const event = JSON.parse(sse.data) as RawMessageStreamEvent | { type: 'error'; error?: { message?: string } }
-        // an error sent in the stream (the SDK throws these too)
-        if (sse.event === 'error' || event.type === 'error') {
-          throw new Error(`the stream reported an error: ${('error' in event && event.error?.message) || 'unknown'}`)
-        }
-        if (event.type === 'message_start') {
-          // Anthropic's input_tokens leave the cached ones out: add them, so inputTokens counts every input token
-          const { input_tokens, output_tokens, cache_read_input_tokens, cache_creation_input_tokens } = event.message.usage
-          const cacheReadTokens = cache_read_input_tokens ?? 0
-          const cacheWriteTokens = cache_creation_input_tokens ?? 0
-          usage = usageOf({
-            inputTokens: input_tokens + cacheReadTokens + cacheWriteTokens,
-            outputTokens: output_tokens,
-            cacheReadTokens,
-            cacheWriteTokens,
-          })
-        } else if (event.type === 'content_block_delta' && event.delta.type === 'text_delta') {
-          return event.delta.text
-        } else if (event.type === 'message_delta') {
-          usage.outputTokens = event.usage.output_tokens
-          finishReason = event.delta.stop_reason ?? finishReason
-        }
-        return null
-      })
+      if (isJsonResponse(response)) {
+        // a server that ignored stream: true sent the whole message at once
+        const answer = (await response.json()) as Message
+        const text = answer.content.map((block) => (block.type === 'text' ? block.text : '')).join('')
+        if (text) yield { type: 'delta', text, deltas: 1 }
+        finishReason = answer.stop_reason ?? finishReason
+        usage = anthropicUsage(answer.usage)
+      } else {
+        const stream = responseBody(response)
+        if (!stream) throw new Error('the response has no body')
+        yield* textDeltas(stream, (sse) => {
+          if (sse.event === 'ping' || sse.data === '') return null
+          const event = JSON.parse(sse.data) as RawMessageStreamEvent | ErrorEvent
+          // an error sent in the stream (the SDK throws these too)
+          if (sse.event === 'error' || event.type === 'error') {
+            const { type = null, message = '' } = ('error' in event && event.error) || {}
+            throw vendorStreamError('Anthropic', type, message, secret)
+          }
+          if (event.type === 'message_start') usage = anthropicUsage(event.message.usage)
+          else if (event.type === 'content_block_delta' && event.delta.type === 'text_delta') return event.delta.text
+          else if (event.type === 'message_delta') {
+            usage.outputTokens = event.usage.output_tokens
+            finishReason = event.delta.stop_reason ?? finishReason
+          }
+          return null
+        })
+      }
       // the SDK streams end quietly when aborted: that is not a finished answer
       signal.throwIfAborted()
     } catch (error) {
       if (signal.aborted) throw signal.reason
-      throw classifyVendorError(error, 'Anthropic', request.credential.reveal())
+      throw classifyVendorError(error, 'Anthropic', secret)
     }
     yield { type: 'end', usage, finishReason }
   }

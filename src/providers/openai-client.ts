@@ -1,11 +1,24 @@
 import type OpenAI from 'openai'
-import type { ChatCompletionChunk } from 'openai/resources/chat/completions'
-import { usageOf } from '../domain/records.js'
+import type { ChatCompletion, ChatCompletionChunk } from 'openai/resources/chat/completions'
+import type { CompletionUsage } from 'openai/resources/completions'
+import { type Usage, usageOf } from '../domain/records.js'
 import { ClientCache } from './client-cache.js'
 import type { GenerateEvent, GenerateRequest, ModelClient } from './model-client.js'
-import { classifyVendorError } from './provider-error.js'
+import { classifyVendorError, vendorStreamError } from './provider-error.js'
 import { STREAM_END, textDeltas } from './sse.js'
-import { responseBody, vendorFetch } from './vendor-http.js'
+import { isJsonResponse, responseBody, vendorFetch } from './vendor-http.js'
+
+/** OpenAI's usage, in ours: its prompt_tokens already include the cached ones. */
+function openaiUsage(usage: CompletionUsage): Usage {
+  return usageOf({
+    inputTokens: usage.prompt_tokens,
+    outputTokens: usage.completion_tokens,
+    cacheReadTokens: usage.prompt_tokens_details?.cached_tokens ?? 0,
+    reasoningTokens: usage.completion_tokens_details?.reasoning_tokens ?? 0,
+  })
+}
+
+type ErrorChunk = { error?: { message?: string; type?: string | null; code?: string | null } }
 
 /**
  * OpenAI chat completions, streamed with usage, through the official SDK. A backend's base URL
@@ -41,34 +54,37 @@ export class OpenAIModelClient implements ModelClient {
     }
     let usage = usageOf()
     let finishReason = 'unknown'
+    const secret = request.credential.reveal()
     try {
       // the SDK sends the request and turns a refusal into its APIError; the stream is read here
       const response = await client.chat.completions.create(body, { signal }).asResponse()
-      const stream = responseBody(response)
-      if (!stream) throw new Error('the response has no body')
-      yield* textDeltas(stream, ({ data }) => {
-        if (data.startsWith('[DONE]')) return STREAM_END
-        const chunk = JSON.parse(data) as ChatCompletionChunk & { error?: { message?: string } }
-        // an error sent in the stream (the SDK throws these too)
-        if (chunk.error) throw new Error(`the stream reported an error: ${chunk.error.message ?? 'unknown'}`)
-        const choice = chunk.choices[0]
-        if (choice?.finish_reason) finishReason = choice.finish_reason
-        if (chunk.usage) {
-          // OpenAI's prompt_tokens already include the cached ones
-          usage = usageOf({
-            inputTokens: chunk.usage.prompt_tokens,
-            outputTokens: chunk.usage.completion_tokens,
-            cacheReadTokens: chunk.usage.prompt_tokens_details?.cached_tokens ?? 0,
-            reasoningTokens: chunk.usage.completion_tokens_details?.reasoning_tokens ?? 0,
-          })
-        }
-        return choice?.delta?.content || null
-      })
+      if (isJsonResponse(response)) {
+        // a server that ignored stream: true sent the whole answer at once
+        const answer = (await response.json()) as ChatCompletion
+        const text = answer.choices[0]?.message?.content
+        if (text) yield { type: 'delta', text, deltas: 1 }
+        finishReason = answer.choices[0]?.finish_reason ?? finishReason
+        if (answer.usage) usage = openaiUsage(answer.usage)
+      } else {
+        const stream = responseBody(response)
+        if (!stream) throw new Error('the response has no body')
+        yield* textDeltas(stream, ({ data }) => {
+          if (data.startsWith('[DONE]')) return STREAM_END
+          const chunk = JSON.parse(data) as ChatCompletionChunk & ErrorChunk
+          // an error sent in the stream (the SDK throws these too)
+          if (chunk.error)
+            throw vendorStreamError('OpenAI', chunk.error.type ?? chunk.error.code ?? null, chunk.error.message ?? '', secret)
+          const choice = chunk.choices[0]
+          if (choice?.finish_reason) finishReason = choice.finish_reason
+          if (chunk.usage) usage = openaiUsage(chunk.usage)
+          return choice?.delta?.content || null
+        })
+      }
       // the SDK streams end quietly when aborted: that is not a finished answer
       signal.throwIfAborted()
     } catch (error) {
       if (signal.aborted) throw signal.reason
-      throw classifyVendorError(error, 'OpenAI', request.credential.reveal())
+      throw classifyVendorError(error, 'OpenAI', secret)
     }
     yield { type: 'end', usage, finishReason }
   }

@@ -91,3 +91,28 @@ export function classifyVendorError(error: unknown, vendor: string, secret: stri
   }
   return new ProviderError(`${vendor} rejected the request (${status}): ${text}`, 'FATAL', status, null, 'BAD_REQUEST')
 }
+
+// what each vendor's error type (Anthropic's `error.type`, OpenAI's `error.type` or `code`) means
+const STREAM_ERROR_TYPES: Record<string, { kind: FailureKind; reason: string }> = {
+  overloaded_error: { kind: 'RETRYABLE', reason: 'OVERLOADED' },
+  api_error: { kind: 'RETRYABLE', reason: 'SERVER_ERROR' },
+  server_error: { kind: 'RETRYABLE', reason: 'SERVER_ERROR' },
+  rate_limit_error: { kind: 'RETRYABLE', reason: 'RATE_LIMITED' },
+  rate_limit_exceeded: { kind: 'RETRYABLE', reason: 'RATE_LIMITED' },
+  authentication_error: { kind: 'NEXT_CANDIDATE', reason: 'UNAUTHORIZED' },
+  permission_error: { kind: 'NEXT_CANDIDATE', reason: 'UNAUTHORIZED' },
+  not_found_error: { kind: 'NEXT_CANDIDATE', reason: 'NOT_FOUND' },
+  invalid_request_error: { kind: 'FATAL', reason: 'BAD_REQUEST' },
+}
+
+/**
+ * An error the vendor sent inside a stream that had begun (HTTP 200): classified by the type it
+ * names, as its HTTP twin would be; a type we do not know is the vendor's own failure, retried.
+ */
+export function vendorStreamError(vendor: string, type: string | null, message: string, secret: string | undefined): ProviderError {
+  const text = scrub(message, secret)
+  const known = STREAM_ERROR_TYPES[type ?? ''] ?? { kind: 'RETRYABLE', reason: 'SERVER_ERROR' }
+  const { kind, reason } =
+    known.reason === 'BAD_REQUEST' && CONTEXT_LENGTH.test(text) ? { kind: 'FATAL' as const, reason: 'CONTEXT_LENGTH' } : known
+  return new ProviderError(`${vendor} reported ${type ?? 'an error'} in the stream: ${text || 'no message'}`, kind, null, null, reason)
+}

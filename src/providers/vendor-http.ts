@@ -66,3 +66,8 @@ function lazyWebStream(body: Readable): ReadableStream<Uint8Array> {
     { highWaterMark: 0 },
   )
 }
+
+/** Whether a response to a streaming request is one JSON document (a server that ignored `stream: true`) rather than events. */
+export function isJsonResponse(response: Response): boolean {
+  return /^application\/json\b/i.test(response.headers.get('content-type') ?? '')
+}

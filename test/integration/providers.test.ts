@@ -128,12 +128,35 @@ describe.each([
     expect(error).toMatchObject({ kind: 'RETRYABLE', reason: 'NETWORK' })
   })
 
-  it("raises the vendor's in-stream error event as a retryable failure, after the tokens it got", async () => {
-    server.script({ tokens: ['a ', 'b ', 'c '], streamErrorAfter: 2, errorMessage: 'overloaded right now' })
+  it.each([
+    ['overloaded_error', 'RETRYABLE', 'OVERLOADED'],
+    ['api_error', 'RETRYABLE', 'SERVER_ERROR'],
+    ['server_error', 'RETRYABLE', 'SERVER_ERROR'],
+    ['rate_limit_error', 'RETRYABLE', 'RATE_LIMITED'],
+    ['invalid_request_error', 'FATAL', 'BAD_REQUEST'],
+    ['authentication_error', 'NEXT_CANDIDATE', 'UNAUTHORIZED'],
+  ])("classifies the vendor's in-stream %s by its type, after the tokens it got", async (type, kind, reason) => {
+    server.script({ tokens: ['a ', 'b ', 'c '], streamErrorAfter: 2, streamErrorType: type, errorMessage: `trouble for ${KEY}` })
     const { events, error } = await collectUntilError(client, request(server, 'x'))
     expect(events.map((e) => (e as { text?: string }).text).join('')).toBe('a b ')
-    expect(error).toMatchObject({ kind: 'RETRYABLE', reason: 'NETWORK' })
-    expect((error as Error).message).toContain('overloaded right now')
+    expect(error).toMatchObject({ kind, reason })
+    expect((error as Error).message).toContain(type)
+    expect((error as Error).message).not.toContain(KEY)
+  })
+
+  it('reads a whole JSON answer to a streaming request as the complete answer, with its usage and finish reason', async () => {
+    const cached = vendor === 'openai' ? { prompt_tokens_details: { cached_tokens: 3 } } : { cache_read_input_tokens: 3 }
+    server.script({ tokens: ['all ', 'at ', 'once'], jsonBody: true, usage: cached })
+    const events = await collect(client, request(server, 'x'))
+    expect(events).toEqual([
+      { type: 'delta', text: 'all at once', deltas: 1 },
+      {
+        type: 'end',
+        // OpenAI counts cached tokens among prompt_tokens; Anthropic's are added to its input_tokens
+        usage: { inputTokens: vendor === 'openai' ? 3 : 6, outputTokens: 3, cacheReadTokens: 3, cacheWriteTokens: 0, reasoningTokens: 0 },
+        finishReason: vendor === 'openai' ? 'stop' : 'end_turn',
+      },
+    ])
   })
 
   it('closes the vendor request when aborted, mid-stream or while the vendor hangs', async () => {
