@@ -306,6 +306,13 @@ describe.each(providers)('generation with real vendor clients (%s)', (provider) 
     expect((await adaptive()).activeLimit).toBeGreaterThanOrEqual(4)
   })
 
+  it("retries a vendor's in-stream server error before the first token, recording it as SERVER_ERROR, not a network failure", async () => {
+    openai.script({ tokens: ['lost'], streamErrorAfter: 0, streamErrorType: 'server_error', errorMessage: 'The server had an error' })
+    const { run: retried } = await run({ input: 'after a stream error', profileId: 'adaptive' })
+    expect(retried).toMatchObject({ status: 'COMPLETED', output: 'after a stream error' })
+    expect(retried.failoverAttempts.map((a) => a.errorCode)).toEqual(['SERVER_ERROR', null])
+  })
+
   it('repairs an invalid JSON answer once and completes valid', async () => {
     openai.script({ tokens: ['not ', 'json'] }, { tokens: ['{"name": "Ada", ', '"age": 36}'] })
     const before = openai.requests.length
