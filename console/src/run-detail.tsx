@@ -40,6 +40,8 @@ export function RunDetail({ client, runId, refresh }: { client: PromptlineClient
           {[time(run.startedAt), time(run.firstTokenAt), time(run.finishedAt)].map((t) => t ?? '—').join(' · ')}
         </Row>
         <Row label="duration">{run.durationMs === null ? null : `${run.durationMs} ms`}</Row>
+        <Row label="finish reason">{run.finishReason && `${run.finishReason} (${run.vendorFinishReason ?? 'none sent'})`}</Row>
+        {run.refusal !== null && <Row label="refusal">{run.refusal}</Row>}
         {run.errorCode && <Row label="error">{`${run.errorCode}: ${run.errorMessage}`}</Row>}
         {run.validation && (
           <Row label="validation">

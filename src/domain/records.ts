@@ -32,6 +32,19 @@ const TERMINAL_REASONS = [
 ] as const
 export type TerminalReason = (typeof TERMINAL_REASONS)[number]
 
+/** Why the model's answer ended, the same for every vendor. */
+const FINISH_REASONS = ['STOP', 'LENGTH', 'TOOL_CALLS', 'CONTENT_FILTER', 'REFUSAL', 'OTHER'] as const
+export type FinishReason = (typeof FINISH_REASONS)[number]
+
+/** How a model call's answer ended: ours, the vendor's own word, and what it said instead of answering. */
+export interface Finish {
+  reason: FinishReason
+  /** The vendor's value (`stop`, `end_turn`, `max_tokens`, …); null when it sent none. */
+  vendorReason: string | null
+  /** The refusal text, where the vendor sends it apart from the answer (OpenAI's `refusal`). */
+  refusal: string | null
+}
+
 /** What a queue entry asks to run, as admitted. */
 export interface RunRequest {
   promptId: string | null
@@ -191,6 +204,10 @@ export interface RunRecord {
   errorCode: string | null
   errorMessage: string | null
   terminalReason: TerminalReason | null
+  /** How the selected answer's last model call ended; null until it did. */
+  finishReason: FinishReason | null
+  vendorFinishReason: string | null
+  refusal: string | null
 }
 
 /** One message of a conversation as a model receives it. */

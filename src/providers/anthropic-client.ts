@@ -1,6 +1,6 @@
 import type Anthropic from '@anthropic-ai/sdk'
 import type { Message, RawMessageStreamEvent } from '@anthropic-ai/sdk/resources/messages'
-import type { ChatMessage, Usage } from '../domain/records.js'
+import type { ChatMessage, FinishReason, Usage } from '../domain/records.js'
 import { usageOf } from '../domain/records.js'
 import { ClientCache } from './client-cache.js'
 import type { GenerateEvent, GenerateRequest, ModelClient } from './model-client.js'
@@ -18,6 +18,16 @@ function anthropicUsage(usage: Message['usage']): Usage {
     cacheReadTokens,
     cacheWriteTokens,
   })
+}
+
+// Anthropic's stop_reason in ours (a refusal's text is the answer's own)
+const FINISH_REASONS: Record<string, FinishReason> = {
+  end_turn: 'STOP',
+  stop_sequence: 'STOP',
+  max_tokens: 'LENGTH',
+  model_context_window_exceeded: 'LENGTH',
+  tool_use: 'TOOL_CALLS',
+  refusal: 'REFUSAL',
 }
 
 type ErrorEvent = { type: 'error'; error?: { type?: string; message?: string } }
@@ -66,7 +76,7 @@ export class AnthropicModelClient implements ModelClient {
       ...settings.extra,
     }
     let usage = usageOf()
-    let finishReason = 'unknown'
+    let finishReason: string | null = null
     const secret = request.credential.reveal()
     try {
       // the SDK sends the request and turns a refusal into its APIError; the stream is read here
@@ -104,6 +114,10 @@ export class AnthropicModelClient implements ModelClient {
       if (signal.aborted) throw signal.reason
       throw classifyVendorError(error, 'Anthropic', secret)
     }
-    yield { type: 'end', usage, finishReason }
+    yield {
+      type: 'end',
+      usage,
+      finish: { reason: FINISH_REASONS[finishReason ?? ''] ?? 'OTHER', vendorReason: finishReason, refusal: null },
+    }
   }
 }

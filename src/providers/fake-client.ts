@@ -43,6 +43,10 @@ export class FakeModelClient implements ModelClient {
       }
     }
     const inputTokens = request.messages.reduce((n, m) => n + countWords(m.content), 0)
-    yield { type: 'end', usage: usageOf({ inputTokens, outputTokens: emitted }), finishReason: 'stop' }
+    yield {
+      type: 'end',
+      usage: usageOf({ inputTokens, outputTokens: emitted }),
+      finish: { reason: 'STOP', vendorReason: 'stop', refusal: null },
+    }
   }
 }

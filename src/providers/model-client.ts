@@ -1,5 +1,5 @@
 import type { Credential } from '../domain/credentials.js'
-import type { ChatMessage, Usage } from '../domain/records.js'
+import type { ChatMessage, Finish, Usage } from '../domain/records.js'
 import type { EffectiveSettings } from '../domain/settings.js'
 
 export interface GenerateRequest {
@@ -11,10 +11,11 @@ export interface GenerateRequest {
 }
 
 /**
- * What a model stream yields: text, then one `end` with the vendor's usage. A `delta` holds the
- * text of `deltas` vendor deltas that arrived together (in one network read).
+ * What a model stream yields: text, then one `end` with the vendor's usage and how the answer
+ * ended. A `delta` holds the text of `deltas` vendor deltas that arrived together (in one network
+ * read).
  */
-export type GenerateEvent = { type: 'delta'; text: string; deltas: number } | { type: 'end'; usage: Usage; finishReason: string }
+export type GenerateEvent = { type: 'delta'; text: string; deltas: number } | { type: 'end'; usage: Usage; finish: Finish }
 
 /**
  * One backend's way to call a model. `generate` streams; aborting `signal` (or returning from

@@ -1,7 +1,7 @@
 import type OpenAI from 'openai'
 import type { ChatCompletion, ChatCompletionChunk } from 'openai/resources/chat/completions'
 import type { CompletionUsage } from 'openai/resources/completions'
-import { type Usage, usageOf } from '../domain/records.js'
+import { type Finish, type FinishReason, type Usage, usageOf } from '../domain/records.js'
 import { ClientCache } from './client-cache.js'
 import type { GenerateEvent, GenerateRequest, ModelClient } from './model-client.js'
 import { classifyVendorError, vendorStreamError } from './provider-error.js'
@@ -16,6 +16,21 @@ function openaiUsage(usage: CompletionUsage): Usage {
     cacheReadTokens: usage.prompt_tokens_details?.cached_tokens ?? 0,
     reasoningTokens: usage.completion_tokens_details?.reasoning_tokens ?? 0,
   })
+}
+
+// OpenAI's finish_reason in ours (function_call is the deprecated form of tool_calls)
+const FINISH_REASONS: Record<string, FinishReason> = {
+  stop: 'STOP',
+  length: 'LENGTH',
+  tool_calls: 'TOOL_CALLS',
+  function_call: 'TOOL_CALLS',
+  content_filter: 'CONTENT_FILTER',
+}
+
+/** How the answer ended: a refusal, whatever finish_reason came with it, is REFUSAL. */
+function openaiFinish(vendorReason: string | null, refusal: string): Finish {
+  if (refusal !== '') return { reason: 'REFUSAL', vendorReason, refusal }
+  return { reason: FINISH_REASONS[vendorReason ?? ''] ?? 'OTHER', vendorReason, refusal: null }
 }
 
 type ErrorChunk = { error?: { message?: string; type?: string | null; code?: string | null } }
@@ -53,7 +68,9 @@ export class OpenAIModelClient implements ModelClient {
       ...settings.extra,
     }
     let usage = usageOf()
-    let finishReason = 'unknown'
+    let finishReason: string | null = null
+    // a refusal comes in deltas of its own, apart from the answer's text
+    let refusal = ''
     const secret = request.credential.reveal()
     try {
       // the SDK sends the request and turns a refusal into its APIError; the stream is read here
@@ -61,8 +78,9 @@ export class OpenAIModelClient implements ModelClient {
       if (isJsonResponse(response)) {
         // a server that ignored stream: true sent the whole answer at once
         const answer = (await response.json()) as ChatCompletion
-        const text = answer.choices[0]?.message?.content
-        if (text) yield { type: 'delta', text, deltas: 1 }
+        const message = answer.choices[0]?.message
+        if (message?.content) yield { type: 'delta', text: message.content, deltas: 1 }
+        refusal = message?.refusal ?? ''
         finishReason = answer.choices[0]?.finish_reason ?? finishReason
         if (answer.usage) usage = openaiUsage(answer.usage)
       } else {
@@ -77,6 +95,7 @@ export class OpenAIModelClient implements ModelClient {
           const choice = chunk.choices[0]
           if (choice?.finish_reason) finishReason = choice.finish_reason
           if (chunk.usage) usage = openaiUsage(chunk.usage)
+          if (choice?.delta?.refusal) refusal += choice.delta.refusal
           return choice?.delta?.content || null
         })
       }
@@ -86,6 +105,6 @@ export class OpenAIModelClient implements ModelClient {
       if (signal.aborted) throw signal.reason
       throw classifyVendorError(error, 'OpenAI', secret)
     }
-    yield { type: 'end', usage, finishReason }
+    yield { type: 'end', usage, finish: openaiFinish(finishReason, refusal) }
   }
 }

@@ -1,6 +1,6 @@
 import type { OutputContract } from '../domain/definitions.js'
 import { repairInstruction, type ValidationResult, validateOutput } from '../domain/output-validation.js'
-import type { ChatMessage } from '../domain/records.js'
+import type { ChatMessage, Finish } from '../domain/records.js'
 import { inSpan, inSpanSync } from '../domain/tracing.js'
 import type { ModelCaller } from './model-caller.js'
 import type { SteerInbox } from './steer-inbox.js'
@@ -29,6 +29,19 @@ export interface Answer {
   text: string
   validation: ValidationResult
   attempts: number
+  /** How the last model call of the last attempt ended. */
+  finish: Finish | null
+}
+
+/**
+ * The answer checked against its contract. A contract's answer cut off at the token limit is
+ * invalid however it parses (repair may ask again); plain text may stop anywhere.
+ */
+function validated(output: OutputContract, text: string, finish: Finish | null): ValidationResult {
+  const result = validateOutput(output, text)
+  if (output.kind === 'TEXT' || finish?.reason !== 'LENGTH') return result
+  const cut = `the answer was cut off at the model's token limit (finish reason LENGTH, vendor's ${finish.vendorReason ?? 'unknown'})`
+  return { valid: false, errors: [cut, ...result.errors], parsed: result.parsed }
 }
 
 /**
@@ -49,11 +62,12 @@ export async function produceAnswer(options: {
   const { caller, output, maxRepairs, steers, progress, hooks } = options
   let messages = options.messages
   let firstToken = true
+  let finish = null as Finish | null // set by `generate`, which TypeScript does not follow
   // one attempt: model calls until no steer is waiting
   const generate = async () => {
     for (;;) {
       progress.segment = ''
-      const { endedEarly } = await caller.call(messages, (text) => {
+      const call = await caller.call(messages, (text) => {
         if (firstToken) {
           firstToken = false
           hooks.onFirstToken()
@@ -63,8 +77,9 @@ export async function produceAnswer(options: {
         hooks.coalescer.push(text)
         return steers?.waiting ?? false
       })
+      finish = call.finish
       const applied = steers?.take() ?? []
-      if (applied.length === 0 && !endedEarly) return
+      if (applied.length === 0 && !call.endedEarly) return
       hooks.coalescer.restart()
       if (progress.segment !== '') {
         messages = [...messages, { role: 'assistant', content: progress.segment }]
@@ -83,11 +98,13 @@ export async function produceAnswer(options: {
     hooks.coalescer.flush()
     hooks.onStatus('VALIDATING')
     const validation = inSpanSync('promptline.validate', { 'promptline.output.kind': output.kind }, (span) => {
-      const result = validateOutput(output, progress.text)
+      const result = validated(output, progress.text, finish)
       span.setAttribute('promptline.output.valid', result.valid)
       return result
     })
-    if (validation.valid || progress.attempt >= maxRepairs) return { text: progress.text, validation, attempts: progress.attempt + 1 }
+    // a refusal is the model's answer: asking again with the errors would not change its mind
+    const final = validation.valid || progress.attempt >= maxRepairs || finish?.reason === 'REFUSAL'
+    if (final) return { text: progress.text, validation, attempts: progress.attempt + 1, finish }
     // a repair: the same lease, the answer and what was wrong with it, a fresh permit
     hooks.coalescer.restart()
     progress.attempt++

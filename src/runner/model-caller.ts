@@ -1,7 +1,7 @@
 import type { CapacityPools, Release } from '../capacity/capacity-pool.js'
 import type { Backend } from '../domain/catalog.js'
 import { CredentialsError, GenerationError, PromptlineError } from '../domain/errors.js'
-import { addUsage, type ChatMessage, type FailoverAttempt, type Usage, usageOf } from '../domain/records.js'
+import { addUsage, type ChatMessage, type FailoverAttempt, type Finish, type Usage, usageOf } from '../domain/records.js'
 import { sleep } from '../domain/sleep.js'
 import { type ModelCallOutcome, startModelCallSpan } from '../domain/tracing.js'
 import type { ModelClient } from '../providers/model-client.js'
@@ -51,9 +51,12 @@ export class ModelCaller {
 
   /**
    * One generation. `onDelta` gets each text delta and returns true to end the stream early
-   * (a steer); the result says whether it did.
+   * (a steer); the result says whether it did, and how the answer ended (null when it was cut).
    */
-  async call(messages: ChatMessage[], onDelta: (text: string) => boolean): Promise<{ text: string; endedEarly: boolean }> {
+  async call(
+    messages: ChatMessage[],
+    onDelta: (text: string) => boolean,
+  ): Promise<{ text: string; endedEarly: boolean; finish: Finish | null }> {
     const { signal } = this
     let lastError: ProviderError | null = null
     for (let index = this.current; index < this.candidates.length; index++) {
@@ -88,10 +91,12 @@ export class ModelCaller {
             credential: candidate.credential,
           }
           let reported: Usage | null = null
+          let finish: Finish | null = null
           for await (const event of client.generate(request, signal)) {
             if (event.type === 'end') {
               reported = event.usage
-              outcome.finishReason = event.finishReason
+              finish = event.finish
+              outcome.finishReason = event.finish.vendorReason ?? undefined
               continue
             }
             text += event.text
@@ -108,7 +113,7 @@ export class ModelCaller {
           pool.succeeded()
           this.record(candidate, 'SUCCEEDED', null, performance.now() - started, attempt)
           this.current = index
-          return { text, endedEarly }
+          return { text, endedEarly, finish }
         } catch (error) {
           if (signal.aborted) {
             outcome.errorType = 'aborted'

@@ -193,6 +193,9 @@ export class RunExecutor {
       const answer = selected.answer!
       follow(run, selected.caller.candidate)
       Object.assign(run, {
+        finishReason: answer.finish?.reason ?? null,
+        vendorFinishReason: answer.finish?.vendorReason ?? null,
+        refusal: answer.finish?.refusal ?? null,
         parsedOutput: answer.validation.parsed ?? null,
         validation: { valid: answer.validation.valid, errors: answer.validation.errors, attempts: answer.attempts },
         alternatives: branches.filter((b) => b !== selected && !b.judge).map(alternativeOf),

@@ -98,6 +98,9 @@ export class RunRecorder {
       errorCode: null,
       errorMessage: null,
       terminalReason: null,
+      finishReason: null,
+      vendorFinishReason: null,
+      refusal: null,
     }
     const { run } = this
     this.logger = deps.logger.child({ tenantId: run.tenantId, sessionId: run.sessionId, queueId: entry.queueId, runId: run.id })

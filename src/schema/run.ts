@@ -13,6 +13,7 @@ import { builder } from './builder.js'
 import type { Context } from './context.js'
 import { describedValues } from './described.js'
 import { ErrorCodeEnum } from './errors.js'
+import { FinishReasonEnum } from './finish-reason.js'
 import { encodeCursor, forwardPage, pageArgs, toConnection } from './paging.js'
 
 const RunStatusEnum = builder.enumType('RunStatus', {
@@ -231,6 +232,23 @@ export const RunRef = builder.objectRef<RunRecord>('Run').implement({
       nullable: true,
       description: 'Why it ended; null while it runs.',
       resolve: (r) => r.terminalReason,
+    }),
+    finishReason: t.field({
+      type: FinishReasonEnum,
+      nullable: true,
+      description:
+        "How the selected answer's last model call ended: STOP, LENGTH (cut off: with an output contract the answer counts as invalid), REFUSAL, …; null until it ended, and for a run that ended without an answer.",
+      resolve: (r) => r.finishReason,
+    }),
+    vendorFinishReason: t.exposeString('vendorFinishReason', {
+      nullable: true,
+      description:
+        "The vendor's own finish reason (OpenAI's finish_reason, Anthropic's stop_reason), as it sent it; null when it sent none.",
+    }),
+    refusal: t.exposeString('refusal', {
+      nullable: true,
+      description:
+        "What the model said instead of answering, where the vendor sends it apart from the answer (OpenAI's refusal); such a run is COMPLETED with finishReason REFUSAL and no repair.",
     }),
   }),
 })

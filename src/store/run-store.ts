@@ -3,6 +3,7 @@ import { TERMINAL_RUN_STATUSES } from '../domain/lifecycles.js'
 import type {
   Alternative,
   FailoverAttempt,
+  FinishReason,
   OutputValidation,
   RunCursor,
   RunFilter,
@@ -48,6 +49,9 @@ const select = {
   errorCode: true,
   errorMessage: true,
   terminalReason: true,
+  finishReason: true,
+  vendorFinishReason: true,
+  refusal: true,
 } satisfies Prisma.RunSelect
 
 type Row = Prisma.RunGetPayload<{ select: typeof select }>
@@ -73,6 +77,7 @@ function toRecord(row: Row): RunRecord {
     alternatives: (alternatives as Alternative[] | null) ?? [],
     status: row.status as RunStatus,
     terminalReason: row.terminalReason as TerminalReason | null,
+    finishReason: row.finishReason as FinishReason | null,
     usage:
       inputTokens === null || outputTokens === null
         ? null
@@ -125,6 +130,9 @@ export function runData(run: RunRecord) {
     errorCode: run.errorCode,
     errorMessage: run.errorMessage,
     terminalReason: run.terminalReason,
+    finishReason: run.finishReason,
+    vendorFinishReason: run.vendorFinishReason,
+    refusal: run.refusal,
   } satisfies Prisma.RunUpdateManyMutationInput
 }
 

@@ -313,6 +313,37 @@ describe.each(providers)('generation with real vendor clients (%s)', (provider) 
     expect(retried.failoverAttempts.map((a) => a.errorCode)).toEqual(['SERVER_ERROR', null])
   })
 
+  it.each([
+    ['OpenAI', () => openai, { refusal: true }, 'stop', "I'm sorry, I can't help with that."],
+    ['Anthropic', () => anthropic, { finishReason: 'refusal' }, 'refusal', null],
+  ] as const)(
+    'completes a run %s refused as REFUSAL, without repairing it against its contract',
+    async (_vendor, server, script, vendorReason, refusal) => {
+      const words = ["I'm ", 'sorry, ', 'I ', "can't ", 'help ', 'with ', 'that.']
+      server().script({ tokens: words, ...script })
+      const before = server().requests.length
+      const profileId = server() === openai ? 'oa-plain' : 'an-plain'
+      const { run: r } = await run({ promptId: 'person', input: 'something harmful', profileId })
+      expect(r).toMatchObject({ status: 'COMPLETED', finishReason: 'REFUSAL', vendorFinishReason: vendorReason, refusal })
+      expect(r.output).toBe(refusal === null ? words.join('') : '')
+      expect(server().requests.length - before).toBe(1)
+    },
+  )
+
+  it('repairs a contract answer cut off at the token limit, even when the cut text parses', async () => {
+    openai.script({ tokens: ['{"name": "Ada", ', '"age": 36}'], finishReason: 'length' }, { tokens: ['{"name": "Ada", ', '"age": 36}'] })
+    const { run: r } = await run({ promptId: 'person', input: 'Ada is 36' })
+    expect(r).toMatchObject({ status: 'COMPLETED', finishReason: 'STOP', vendorFinishReason: 'stop', refusal: null })
+    expect(r.validation).toMatchObject({ valid: true, attempts: 2 })
+  })
+
+  it('records LENGTH on a plain-text answer cut off at the token limit, and keeps it as it came', async () => {
+    openai.script({ tokens: ['cut ', 'short'], finishReason: 'length' })
+    const { run: r } = await run({ input: 'x', profileId: 'oa-plain' })
+    expect(r).toMatchObject({ status: 'COMPLETED', output: 'cut short', finishReason: 'LENGTH', vendorFinishReason: 'length' })
+    expect(r.validation).toMatchObject({ valid: true, attempts: 1 })
+  })
+
   it('repairs an invalid JSON answer once and completes valid', async () => {
     openai.script({ tokens: ['not ', 'json'] }, { tokens: ['{"name": "Ada", ', '"age": 36}'] })
     const before = openai.requests.length

@@ -61,7 +61,7 @@ describe.each([
     expect(events.at(-1)).toEqual({
       type: 'end',
       usage: { inputTokens: 5, outputTokens: 3, cacheReadTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0 },
-      finishReason: vendor === 'openai' ? 'stop' : 'end_turn',
+      finish: { reason: 'STOP', vendorReason: vendor === 'openai' ? 'stop' : 'end_turn', refusal: null },
     })
     const sent = server.requests.at(-1)!
     expect(sent.apiKey).toBe(KEY)
@@ -154,9 +154,31 @@ describe.each([
         type: 'end',
         // OpenAI counts cached tokens among prompt_tokens; Anthropic's are added to its input_tokens
         usage: { inputTokens: vendor === 'openai' ? 3 : 6, outputTokens: 3, cacheReadTokens: 3, cacheWriteTokens: 0, reasoningTokens: 0 },
-        finishReason: vendor === 'openai' ? 'stop' : 'end_turn',
+        finish: { reason: 'STOP', vendorReason: vendor === 'openai' ? 'stop' : 'end_turn', refusal: null },
       },
     ])
+  })
+
+  it("records a cut-off answer as LENGTH with the vendor's own reason", async () => {
+    const vendorReason = vendor === 'openai' ? 'length' : 'max_tokens'
+    server.script({ tokens: ['cut '], finishReason: vendorReason })
+    const events = await collect(client, request(server, 'x'))
+    expect(events.at(-1)).toMatchObject({ type: 'end', finish: { reason: 'LENGTH', vendorReason, refusal: null } })
+  })
+
+  it('records a refusal as REFUSAL, with its text where the vendor sends it apart from the answer', async () => {
+    const words = ["I'm", ' sorry,', ' I', " can't", ' help.']
+    server.script(vendor === 'openai' ? { tokens: words, refusal: true } : { tokens: words, finishReason: 'refusal' })
+    const events = await collect(client, request(server, 'x'))
+    const text = events.map((e) => (e.type === 'delta' ? e.text : '')).join('')
+    const end = events.at(-1)
+    if (vendor === 'openai') {
+      expect(text).toBe('')
+      expect(end).toMatchObject({ finish: { reason: 'REFUSAL', vendorReason: 'stop', refusal: "I'm sorry, I can't help." } })
+    } else {
+      expect(text).toBe("I'm sorry, I can't help.")
+      expect(end).toMatchObject({ finish: { reason: 'REFUSAL', vendorReason: 'refusal', refusal: null } })
+    }
   })
 
   it('closes the vendor request when aborted, mid-stream or while the vendor hangs', async () => {

@@ -71,6 +71,9 @@ describe.each(providers)('records written by the store read back the same (%s)',
     errorCode: null,
     errorMessage: null,
     terminalReason: 'COMPLETED',
+    finishReason: 'REFUSAL',
+    vendorFinishReason: 'stop',
+    refusal: "I'm sorry, I can't help with that.",
   }
 
   it('keeps every field of a queue entry', async () => {

@@ -96,7 +96,13 @@ describe.each(providers)('webhooks (%s)', (provider) => {
       expect(p.headers['content-type']).toBe('application/json')
     }
     const first = posts.find((p) => p.verified!.data.runId === entries[0]!.runId)!
-    expect(first.verified!.data).toMatchObject({ output: 'first', usage: { outputTokens: 1 } })
+    expect(first.verified!.data).toMatchObject({
+      output: 'first',
+      usage: { outputTokens: 1 },
+      finishReason: 'STOP',
+      vendorFinishReason: 'stop',
+      refusal: null,
+    })
 
     const delivered = await runOf(t)(entries[0]!.runId!)
     expect(delivered!.webhookDeliveries).toEqual([

@@ -1,0 +1,4 @@
+-- AlterTable
+ALTER TABLE "Run" ADD COLUMN     "finishReason" TEXT,
+ADD COLUMN     "refusal" TEXT,
+ADD COLUMN     "vendorFinishReason" TEXT;
