@@ -208,6 +208,15 @@ export interface RunRecord {
   finishReason: FinishReason | null
   vendorFinishReason: string | null
   refusal: string | null
+  /** The thinking of the selected answer's last model call, where the vendor sent it. */
+  reasoning: Reasoning | null
+}
+
+/** The model's thinking before its answer, as the vendor sent it. */
+export interface Reasoning {
+  text: string
+  /** Anthropic's signature, which the vendor asks back with the thinking when a turn is replayed to it. */
+  signature: string | null
 }
 
 /** One message of a conversation as a model receives it. */

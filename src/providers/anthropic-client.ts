@@ -5,7 +5,7 @@ import { usageOf } from '../domain/records.js'
 import { ClientCache } from './client-cache.js'
 import type { GenerateEvent, GenerateRequest, ModelClient } from './model-client.js'
 import { classifyVendorError, vendorStreamError } from './provider-error.js'
-import { textDeltas } from './sse.js'
+import { type ServerSentEvent, textDeltas } from './sse.js'
 import { isJsonResponse, responseBody, vendorFetch } from './vendor-http.js'
 
 /** Anthropic's usage, in ours: its input_tokens leave the cached ones out, so they are added. */
@@ -75,49 +75,79 @@ export class AnthropicModelClient implements ModelClient {
       ...(settings.stop != null && settings.stop.length > 0 && { stop_sequences: settings.stop }),
       ...settings.extra,
     }
-    let usage = usageOf()
-    let finishReason: string | null = null
-    const secret = request.credential.reveal()
+    const answer = new AnthropicAnswer(request.credential.reveal())
     try {
       // the SDK sends the request and turns a refusal into its APIError; the stream is read here
       const response = await client.messages.create(body, { signal }).asResponse()
       if (isJsonResponse(response)) {
         // a server that ignored stream: true sent the whole message at once
-        const answer = (await response.json()) as Message
-        const text = answer.content.map((block) => (block.type === 'text' ? block.text : '')).join('')
+        const text = answer.readMessage((await response.json()) as Message)
         if (text) yield { type: 'delta', text, deltas: 1 }
-        finishReason = answer.stop_reason ?? finishReason
-        usage = anthropicUsage(answer.usage)
       } else {
         const stream = responseBody(response)
         if (!stream) throw new Error('the response has no body')
-        yield* textDeltas(stream, (sse) => {
-          if (sse.event === 'ping' || sse.data === '') return null
-          const event = JSON.parse(sse.data) as RawMessageStreamEvent | ErrorEvent
-          // an error sent in the stream (the SDK throws these too)
-          if (sse.event === 'error' || event.type === 'error') {
-            const { type = null, message = '' } = ('error' in event && event.error) || {}
-            throw vendorStreamError('Anthropic', type, message, secret)
-          }
-          if (event.type === 'message_start') usage = anthropicUsage(event.message.usage)
-          else if (event.type === 'content_block_delta' && event.delta.type === 'text_delta') return event.delta.text
-          else if (event.type === 'message_delta') {
-            usage.outputTokens = event.usage.output_tokens
-            finishReason = event.delta.stop_reason ?? finishReason
-          }
-          return null
-        })
+        yield* textDeltas(stream, (sse) => answer.read(sse))
       }
       // the SDK streams end quietly when aborted: that is not a finished answer
       signal.throwIfAborted()
     } catch (error) {
       if (signal.aborted) throw signal.reason
-      throw classifyVendorError(error, 'Anthropic', secret)
+      throw classifyVendorError(error, 'Anthropic', request.credential.reveal())
     }
-    yield {
+    yield answer.end()
+  }
+}
+
+/** What an Anthropic answer said besides its text, read event by event (or from a whole message). */
+class AnthropicAnswer {
+  private usage = usageOf()
+  private finishReason: string | null = null
+  private thinking = ''
+  private signature: string | null = null
+
+  constructor(private readonly secret: string | undefined) {}
+
+  /** One stream event: its answer text, or null. */
+  read(sse: ServerSentEvent): string | null {
+    if (sse.event === 'ping' || sse.data === '') return null
+    const event = JSON.parse(sse.data) as RawMessageStreamEvent | ErrorEvent
+    // an error sent in the stream (the SDK throws these too)
+    if (sse.event === 'error' || event.type === 'error') {
+      const { type = null, message = '' } = ('error' in event && event.error) || {}
+      throw vendorStreamError('Anthropic', type, message, this.secret)
+    }
+    if (event.type === 'message_start') this.usage = anthropicUsage(event.message.usage)
+    else if (event.type === 'content_block_delta') {
+      const { delta } = event
+      if (delta.type === 'text_delta') return delta.text
+      if (delta.type === 'thinking_delta') this.thinking += delta.thinking
+      else if (delta.type === 'signature_delta') this.signature = delta.signature
+    } else if (event.type === 'message_delta') {
+      this.usage.outputTokens = event.usage.output_tokens
+      this.finishReason = event.delta.stop_reason ?? this.finishReason
+    }
+    return null
+  }
+
+  /** A whole message: its answer text. */
+  readMessage(message: Message): string {
+    let text = ''
+    for (const block of message.content) {
+      if (block.type === 'text') text += block.text
+      else if (block.type === 'thinking') [this.thinking, this.signature] = [this.thinking + block.thinking, block.signature]
+    }
+    this.finishReason = message.stop_reason
+    this.usage = anthropicUsage(message.usage)
+    return text
+  }
+
+  end(): GenerateEvent {
+    const { finishReason } = this
+    return {
       type: 'end',
-      usage,
+      usage: this.usage,
       finish: { reason: FINISH_REASONS[finishReason ?? ''] ?? 'OTHER', vendorReason: finishReason, refusal: null },
+      reasoning: this.thinking === '' && this.signature === null ? null : { text: this.thinking, signature: this.signature },
     }
   }
 }

@@ -47,6 +47,7 @@ export class FakeModelClient implements ModelClient {
       type: 'end',
       usage: usageOf({ inputTokens, outputTokens: emitted }),
       finish: { reason: 'STOP', vendorReason: 'stop', refusal: null },
+      reasoning: null,
     }
   }
 }

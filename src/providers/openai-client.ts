@@ -105,6 +105,7 @@ export class OpenAIModelClient implements ModelClient {
       if (signal.aborted) throw signal.reason
       throw classifyVendorError(error, 'OpenAI', secret)
     }
-    yield { type: 'end', usage, finish: openaiFinish(finishReason, refusal) }
+    // Chat Completions sends no reasoning text (only its token count, in usage)
+    yield { type: 'end', usage, finish: openaiFinish(finishReason, refusal), reasoning: null }
   }
 }

@@ -2,7 +2,7 @@ import type { OutputContract } from '../domain/definitions.js'
 import { repairInstruction, type ValidationResult, validateOutput } from '../domain/output-validation.js'
 import type { ChatMessage, Finish } from '../domain/records.js'
 import { inSpan, inSpanSync } from '../domain/tracing.js'
-import type { ModelCaller } from './model-caller.js'
+import type { CallEnd, ModelCaller } from './model-caller.js'
 import type { SteerInbox } from './steer-inbox.js'
 import type { TokenCoalescer } from './token-coalescer.js'
 
@@ -29,8 +29,8 @@ export interface Answer {
   text: string
   validation: ValidationResult
   attempts: number
-  /** How the last model call of the last attempt ended. */
-  finish: Finish | null
+  /** How the last model call of the last attempt ended, with its thinking; null when it was cut. */
+  end: CallEnd | null
 }
 
 /**
@@ -62,7 +62,7 @@ export async function produceAnswer(options: {
   const { caller, output, maxRepairs, steers, progress, hooks } = options
   let messages = options.messages
   let firstToken = true
-  let finish = null as Finish | null // set by `generate`, which TypeScript does not follow
+  let end = null as CallEnd | null // set by `generate`, which TypeScript does not follow
   // one attempt: model calls until no steer is waiting
   const generate = async () => {
     for (;;) {
@@ -77,7 +77,7 @@ export async function produceAnswer(options: {
         hooks.coalescer.push(text)
         return steers?.waiting ?? false
       })
-      finish = call.finish
+      end = call.end
       const applied = steers?.take() ?? []
       if (applied.length === 0 && !call.endedEarly) return
       hooks.coalescer.restart()
@@ -98,13 +98,13 @@ export async function produceAnswer(options: {
     hooks.coalescer.flush()
     hooks.onStatus('VALIDATING')
     const validation = inSpanSync('promptline.validate', { 'promptline.output.kind': output.kind }, (span) => {
-      const result = validated(output, progress.text, finish)
+      const result = validated(output, progress.text, end?.finish ?? null)
       span.setAttribute('promptline.output.valid', result.valid)
       return result
     })
     // a refusal is the model's answer: asking again with the errors would not change its mind
-    const final = validation.valid || progress.attempt >= maxRepairs || finish?.reason === 'REFUSAL'
-    if (final) return { text: progress.text, validation, attempts: progress.attempt + 1, finish }
+    const final = validation.valid || progress.attempt >= maxRepairs || end?.finish.reason === 'REFUSAL'
+    if (final) return { text: progress.text, validation, attempts: progress.attempt + 1, end }
     // a repair: the same lease, the answer and what was wrong with it, a fresh permit
     hooks.coalescer.restart()
     progress.attempt++

@@ -1,7 +1,7 @@
 import type { CapacityPools, Release } from '../capacity/capacity-pool.js'
 import type { Backend } from '../domain/catalog.js'
 import { CredentialsError, GenerationError, PromptlineError } from '../domain/errors.js'
-import { addUsage, type ChatMessage, type FailoverAttempt, type Finish, type Usage, usageOf } from '../domain/records.js'
+import { addUsage, type ChatMessage, type FailoverAttempt, type Finish, type Reasoning, type Usage, usageOf } from '../domain/records.js'
 import { sleep } from '../domain/sleep.js'
 import { type ModelCallOutcome, startModelCallSpan } from '../domain/tracing.js'
 import type { ModelClient } from '../providers/model-client.js'
@@ -10,6 +10,12 @@ import type { Candidate } from './prepare.js'
 import { loadPricesFor, priceOf } from './pricing.js'
 
 const DEFAULT_RETRY = { maxAttempts: 3, baseDelayMs: 250, maxDelayMs: 10_000 }
+
+/** How a model call's answer ended, and the thinking the vendor sent with it. */
+export interface CallEnd {
+  finish: Finish
+  reasoning: Reasoning | null
+}
 
 export interface ModelCallerDeps {
   clientFor(backend: Backend): ModelClient
@@ -56,7 +62,7 @@ export class ModelCaller {
   async call(
     messages: ChatMessage[],
     onDelta: (text: string) => boolean,
-  ): Promise<{ text: string; endedEarly: boolean; finish: Finish | null }> {
+  ): Promise<{ text: string; endedEarly: boolean; end: CallEnd | null }> {
     const { signal } = this
     let lastError: ProviderError | null = null
     for (let index = this.current; index < this.candidates.length; index++) {
@@ -91,11 +97,11 @@ export class ModelCaller {
             credential: candidate.credential,
           }
           let reported: Usage | null = null
-          let finish: Finish | null = null
+          let end: CallEnd | null = null
           for await (const event of client.generate(request, signal)) {
             if (event.type === 'end') {
               reported = event.usage
-              finish = event.finish
+              end = { finish: event.finish, reasoning: event.reasoning }
               outcome.finishReason = event.finish.vendorReason ?? undefined
               continue
             }
@@ -113,7 +119,7 @@ export class ModelCaller {
           pool.succeeded()
           this.record(candidate, 'SUCCEEDED', null, performance.now() - started, attempt)
           this.current = index
-          return { text, endedEarly, finish }
+          return { text, endedEarly, end }
         } catch (error) {
           if (signal.aborted) {
             outcome.errorType = 'aborted'

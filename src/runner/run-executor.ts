@@ -193,9 +193,10 @@ export class RunExecutor {
       const answer = selected.answer!
       follow(run, selected.caller.candidate)
       Object.assign(run, {
-        finishReason: answer.finish?.reason ?? null,
-        vendorFinishReason: answer.finish?.vendorReason ?? null,
-        refusal: answer.finish?.refusal ?? null,
+        finishReason: answer.end?.finish.reason ?? null,
+        vendorFinishReason: answer.end?.finish.vendorReason ?? null,
+        refusal: answer.end?.finish.refusal ?? null,
+        reasoning: answer.end?.reasoning ?? null,
         parsedOutput: answer.validation.parsed ?? null,
         validation: { valid: answer.validation.valid, errors: answer.validation.errors, attempts: answer.attempts },
         alternatives: branches.filter((b) => b !== selected && !b.judge).map(alternativeOf),

@@ -101,6 +101,7 @@ export class RunRecorder {
       finishReason: null,
       vendorFinishReason: null,
       refusal: null,
+      reasoning: null,
     }
     const { run } = this
     this.logger = deps.logger.child({ tenantId: run.tenantId, sessionId: run.sessionId, queueId: entry.queueId, runId: run.id })

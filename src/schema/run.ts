@@ -15,6 +15,7 @@ import { describedValues } from './described.js'
 import { ErrorCodeEnum } from './errors.js'
 import { FinishReasonEnum } from './finish-reason.js'
 import { encodeCursor, forwardPage, pageArgs, toConnection } from './paging.js'
+import { ReasoningRef } from './reasoning.js'
 
 const RunStatusEnum = builder.enumType('RunStatus', {
   description:
@@ -244,6 +245,12 @@ export const RunRef = builder.objectRef<RunRecord>('Run').implement({
       nullable: true,
       description:
         "The vendor's own finish reason (OpenAI's finish_reason, Anthropic's stop_reason), as it sent it; null when it sent none.",
+    }),
+    reasoning: t.field({
+      type: ReasoningRef,
+      nullable: true,
+      description: "The thinking of the selected answer's last model call, where the vendor sent it (not in the run.finished webhook).",
+      resolve: (r) => r.reasoning,
     }),
     refusal: t.exposeString('refusal', {
       nullable: true,

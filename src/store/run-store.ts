@@ -5,6 +5,7 @@ import type {
   FailoverAttempt,
   FinishReason,
   OutputValidation,
+  Reasoning,
   RunCursor,
   RunFilter,
   RunRecord,
@@ -52,6 +53,7 @@ const select = {
   finishReason: true,
   vendorFinishReason: true,
   refusal: true,
+  reasoning: true,
 } satisfies Prisma.RunSelect
 
 type Row = Prisma.RunGetPayload<{ select: typeof select }>
@@ -68,6 +70,7 @@ function toRecord(row: Row): RunRecord {
     validation,
     failoverAttempts,
     alternatives,
+    reasoning,
     ...rest
   } = row
   return {
@@ -75,6 +78,7 @@ function toRecord(row: Row): RunRecord {
     validation: validation as OutputValidation | null,
     failoverAttempts: (failoverAttempts as FailoverAttempt[] | null) ?? [],
     alternatives: (alternatives as Alternative[] | null) ?? [],
+    reasoning: reasoning as Reasoning | null,
     status: row.status as RunStatus,
     terminalReason: row.terminalReason as TerminalReason | null,
     finishReason: row.finishReason as FinishReason | null,
@@ -133,6 +137,7 @@ export function runData(run: RunRecord) {
     finishReason: run.finishReason,
     vendorFinishReason: run.vendorFinishReason,
     refusal: run.refusal,
+    reasoning: nullableJson(run.reasoning),
   } satisfies Prisma.RunUpdateManyMutationInput
 }
 

@@ -330,6 +330,12 @@ describe.each(providers)('generation with real vendor clients (%s)', (provider) 
     },
   )
 
+  it("keeps an Anthropic run's thinking with its signature on the run, apart from its output", async () => {
+    anthropic.script({ tokens: ['Look ', 'both ', 'ways.'], thinking: ['Street ', 'safety.'] })
+    const { run: r } = await run({ input: 'x', profileId: 'an-plain' })
+    expect(r).toMatchObject({ output: 'Look both ways.', reasoning: { text: 'Street safety.', signature: expect.stringMatching(/^EvMC/) } })
+  })
+
   it('repairs a contract answer cut off at the token limit, even when the cut text parses', async () => {
     openai.script({ tokens: ['{"name": "Ada", ', '"age": 36}'], finishReason: 'length' }, { tokens: ['{"name": "Ada", ', '"age": 36}'] })
     const { run: r } = await run({ promptId: 'person', input: 'Ada is 36' })

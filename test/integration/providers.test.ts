@@ -62,6 +62,7 @@ describe.each([
       type: 'end',
       usage: { inputTokens: 5, outputTokens: 3, cacheReadTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0 },
       finish: { reason: 'STOP', vendorReason: vendor === 'openai' ? 'stop' : 'end_turn', refusal: null },
+      reasoning: null,
     })
     const sent = server.requests.at(-1)!
     expect(sent.apiKey).toBe(KEY)
@@ -155,9 +156,20 @@ describe.each([
         // OpenAI counts cached tokens among prompt_tokens; Anthropic's are added to its input_tokens
         usage: { inputTokens: vendor === 'openai' ? 3 : 6, outputTokens: 3, cacheReadTokens: 3, cacheWriteTokens: 0, reasoningTokens: 0 },
         finish: { reason: 'STOP', vendorReason: vendor === 'openai' ? 'stop' : 'end_turn', refusal: null },
+        reasoning: null,
       },
     ])
   })
+
+  it.runIf(vendor === 'anthropic').each([false, true])(
+    "keeps Anthropic's thinking and its signature apart from the answer (whole JSON body: %s)",
+    async (jsonBody) => {
+      server.script({ tokens: ['Look ', 'both ', 'ways.'], thinking: ['Street ', 'safety.'], jsonBody })
+      const events = await collect(client, request(server, 'x'))
+      expect(events.map((e) => (e.type === 'delta' ? e.text : '')).join('')).toBe('Look both ways.')
+      expect(events.at(-1)).toMatchObject({ reasoning: { text: 'Street safety.', signature: expect.stringMatching(/^EvMC/) } })
+    },
+  )
 
   it("records a cut-off answer as LENGTH with the vendor's own reason", async () => {
     const vendorReason = vendor === 'openai' ? 'length' : 'max_tokens'

@@ -74,6 +74,7 @@ describe.each(providers)('records written by the store read back the same (%s)',
     finishReason: 'REFUSAL',
     vendorFinishReason: 'stop',
     refusal: "I'm sorry, I can't help with that.",
+    reasoning: { text: 'The user asks for help.', signature: 'EvMCCkYICxgCKkCH' },
   }
 
   it('keeps every field of a queue entry', async () => {
