@@ -45,6 +45,7 @@ backends:
     prices: { claude-test: { inputPerMillion: 3, outputPerMillion: 15 } }
   - { id: oa-serial, kind: OPENAI, baseUrl: "${openai.baseUrl}", credentialEnv: OA_KEY, capacity: { maxActive: 1 } }
   - { id: oa-adaptive, kind: OPENAI, baseUrl: "${openai.baseUrl}", credentialEnv: OA_KEY, retry: ${retry}, capacity: { maxActive: 8 } }
+  - { id: an-adaptive, kind: ANTHROPIC, baseUrl: "${anthropic.baseUrl}", credentialEnv: AN_KEY, retry: ${retry}, capacity: { maxActive: 8 } }
   - { id: oa-tight, kind: OPENAI, baseUrl: "${openai.baseUrl}", credentialEnv: OA_KEY, capacity: { maxAccepted: 1, maxWaiting: 1 } }
 profiles:
   - { id: fake-echo, backendId: fake, model: echo }
@@ -57,6 +58,7 @@ profiles:
   - { id: serial, backendId: oa-serial, model: gpt-test }
   - { id: tight, backendId: oa-tight, model: gpt-test }
   - { id: adaptive, backendId: oa-adaptive, model: gpt-test }
+  - { id: an-adaptive, backendId: an-adaptive, model: claude-test }
   - { id: an-second, backendId: an, model: claude-second }
 prompts:
   - id: race
@@ -348,6 +350,16 @@ describe.each(providers)('generation with real vendor clients (%s)', (provider) 
     const { run: r } = await run({ input: 'x', profileId: 'oa-plain' })
     expect(r).toMatchObject({ status: 'COMPLETED', output: 'cut short', finishReason: 'LENGTH', vendorFinishReason: 'length' })
     expect(r.validation).toMatchObject({ valid: true, attempts: 1 })
+  })
+
+  it("retries Anthropic's in-stream overloaded_error before the first token and lowers the backend's call limit, as a 529 does", async () => {
+    const limit = async () => (await t.request(BackendCapacityDocument)).data!.backends.find((x) => x.id === 'an-adaptive')!.capacity
+    expect(await limit()).toMatchObject({ activeLimit: 8 })
+    anthropic.script({ tokens: ['lost'], streamErrorAfter: 0, streamErrorType: 'overloaded_error', errorMessage: 'Overloaded' })
+    const { run: retried } = await run({ input: 'after an overload', profileId: 'an-adaptive' })
+    expect(retried).toMatchObject({ status: 'COMPLETED', output: 'after an overload' })
+    expect(retried.failoverAttempts.map((a) => a.errorCode)).toEqual(['OVERLOADED', null])
+    expect((await limit()).activeLimit).toBeLessThan(8)
   })
 
   it('repairs an invalid JSON answer once and completes valid', async () => {
