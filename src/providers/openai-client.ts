@@ -67,45 +67,62 @@ export class OpenAIModelClient implements ModelClient {
       ...(settings.reasoningEffort != null && { reasoning_effort: settings.reasoningEffort as 'low' }),
       ...settings.extra,
     }
-    let usage = usageOf()
-    let finishReason: string | null = null
-    // a refusal comes in deltas of its own, apart from the answer's text
-    let refusal = ''
-    const secret = request.credential.reveal()
+    const answer = new OpenAIAnswer(request.credential.reveal())
     try {
       // the SDK sends the request and turns a refusal into its APIError; the stream is read here
       const response = await client.chat.completions.create(body, { signal }).asResponse()
       if (isJsonResponse(response)) {
         // a server that ignored stream: true sent the whole answer at once
-        const answer = (await response.json()) as ChatCompletion
-        const message = answer.choices[0]?.message
-        if (message?.content) yield { type: 'delta', text: message.content, deltas: 1 }
-        refusal = message?.refusal ?? ''
-        finishReason = answer.choices[0]?.finish_reason ?? finishReason
-        if (answer.usage) usage = openaiUsage(answer.usage)
+        const text = answer.readCompletion((await response.json()) as ChatCompletion)
+        if (text) yield { type: 'delta', text, deltas: 1 }
       } else {
         const stream = responseBody(response)
         if (!stream) throw new Error('the response has no body')
-        yield* textDeltas(stream, ({ data }) => {
-          if (data.startsWith('[DONE]')) return STREAM_END
-          const chunk = JSON.parse(data) as ChatCompletionChunk & ErrorChunk
-          // an error sent in the stream (the SDK throws these too)
-          if (chunk.error)
-            throw vendorStreamError('OpenAI', chunk.error.type ?? chunk.error.code ?? null, chunk.error.message ?? '', secret)
-          const choice = chunk.choices[0]
-          if (choice?.finish_reason) finishReason = choice.finish_reason
-          if (chunk.usage) usage = openaiUsage(chunk.usage)
-          if (choice?.delta?.refusal) refusal += choice.delta.refusal
-          return choice?.delta?.content || null
-        })
+        yield* textDeltas(stream, ({ data }) => answer.read(data))
       }
       // the SDK streams end quietly when aborted: that is not a finished answer
       signal.throwIfAborted()
     } catch (error) {
       if (signal.aborted) throw signal.reason
-      throw classifyVendorError(error, 'OpenAI', secret)
+      throw classifyVendorError(error, 'OpenAI', request.credential.reveal())
     }
+    yield answer.end()
+  }
+}
+
+/** What an OpenAI answer said besides its text, read chunk by chunk (or from a whole completion). */
+class OpenAIAnswer {
+  private usage = usageOf()
+  private finishReason: string | null = null
+  // a refusal comes in deltas of its own, apart from the answer's text
+  private refusal = ''
+
+  constructor(private readonly secret: string | undefined) {}
+
+  /** One stream event's data: its answer text, null, or the stream's end. */
+  read(data: string): string | null | typeof STREAM_END {
+    if (data.startsWith('[DONE]')) return STREAM_END
+    const chunk = JSON.parse(data) as ChatCompletionChunk & ErrorChunk
+    // an error sent in the stream (the SDK throws these too)
+    if (chunk.error) throw vendorStreamError('OpenAI', chunk.error.type ?? chunk.error.code ?? null, chunk.error.message ?? '', this.secret)
+    const choice = chunk.choices[0]
+    if (choice?.finish_reason) this.finishReason = choice.finish_reason
+    if (chunk.usage) this.usage = openaiUsage(chunk.usage)
+    if (choice?.delta?.refusal) this.refusal += choice.delta.refusal
+    return choice?.delta?.content || null
+  }
+
+  /** A whole completion: its answer text. */
+  readCompletion(completion: ChatCompletion): string {
+    const choice = completion.choices[0]
+    this.refusal = choice?.message?.refusal ?? ''
+    this.finishReason = choice?.finish_reason ?? null
+    if (completion.usage) this.usage = openaiUsage(completion.usage)
+    return choice?.message?.content ?? ''
+  }
+
+  end(): GenerateEvent {
     // Chat Completions sends no reasoning text (only its token count, in usage)
-    yield { type: 'end', usage, finish: openaiFinish(finishReason, refusal), reasoning: null }
+    return { type: 'end', usage: this.usage, finish: openaiFinish(this.finishReason, this.refusal), reasoning: null }
   }
 }
