@@ -5,8 +5,8 @@ import { usageOf } from '../domain/records.js'
 import { ClientCache } from './client-cache.js'
 import type { GenerateEvent, GenerateRequest, ModelClient } from './model-client.js'
 import { classifyVendorError, vendorStreamError } from './provider-error.js'
-import { type ServerSentEvent, textDeltas } from './sse.js'
-import { isJsonResponse, responseBody, vendorFetch } from './vendor-http.js'
+import type { ServerSentEvent } from './sse.js'
+import { type AnswerReader, answerDeltas, vendorFetch } from './vendor-http.js'
 
 /** Anthropic's usage, in ours: its input_tokens leave the cached ones out, so they are added. */
 function anthropicUsage(usage: Message['usage']): Usage {
@@ -79,15 +79,7 @@ export class AnthropicModelClient implements ModelClient {
     try {
       // the SDK sends the request and turns a refusal into its APIError; the stream is read here
       const response = await client.messages.create(body, { signal }).asResponse()
-      if (isJsonResponse(response)) {
-        // a server that ignored stream: true sent the whole message at once
-        const text = answer.readMessage((await response.json()) as Message)
-        if (text) yield { type: 'delta', text, deltas: 1 }
-      } else {
-        const stream = responseBody(response)
-        if (!stream) throw new Error('the response has no body')
-        yield* textDeltas(stream, (sse) => answer.read(sse))
-      }
+      yield* answerDeltas(response, answer)
       // the SDK streams end quietly when aborted: that is not a finished answer
       signal.throwIfAborted()
     } catch (error) {
@@ -99,7 +91,7 @@ export class AnthropicModelClient implements ModelClient {
 }
 
 /** What an Anthropic answer said besides its text, read event by event (or from a whole message). */
-class AnthropicAnswer {
+class AnthropicAnswer implements AnswerReader {
   private usage = usageOf()
   private finishReason: string | null = null
   private thinking = ''
@@ -107,7 +99,6 @@ class AnthropicAnswer {
 
   constructor(private readonly secret: string | undefined) {}
 
-  /** One stream event: its answer text, or null. */
   read(sse: ServerSentEvent): string | null {
     if (sse.event === 'ping' || sse.data === '') return null
     const event = JSON.parse(sse.data) as RawMessageStreamEvent | ErrorEvent
@@ -129,8 +120,8 @@ class AnthropicAnswer {
     return null
   }
 
-  /** A whole message: its answer text. */
-  readMessage(message: Message): string {
+  readWhole(body: unknown): string {
+    const message = body as Message
     let text = ''
     for (const block of message.content) {
       if (block.type === 'text') text += block.text

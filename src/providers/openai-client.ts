@@ -5,8 +5,8 @@ import { type Finish, type FinishReason, type Usage, usageOf } from '../domain/r
 import { ClientCache } from './client-cache.js'
 import type { GenerateEvent, GenerateRequest, ModelClient } from './model-client.js'
 import { classifyVendorError, vendorStreamError } from './provider-error.js'
-import { STREAM_END, textDeltas } from './sse.js'
-import { isJsonResponse, responseBody, vendorFetch } from './vendor-http.js'
+import { type ServerSentEvent, STREAM_END } from './sse.js'
+import { type AnswerReader, answerDeltas, vendorFetch } from './vendor-http.js'
 
 /** OpenAI's usage, in ours: its prompt_tokens already include the cached ones. */
 function openaiUsage(usage: CompletionUsage): Usage {
@@ -71,15 +71,7 @@ export class OpenAIModelClient implements ModelClient {
     try {
       // the SDK sends the request and turns a refusal into its APIError; the stream is read here
       const response = await client.chat.completions.create(body, { signal }).asResponse()
-      if (isJsonResponse(response)) {
-        // a server that ignored stream: true sent the whole answer at once
-        const text = answer.readCompletion((await response.json()) as ChatCompletion)
-        if (text) yield { type: 'delta', text, deltas: 1 }
-      } else {
-        const stream = responseBody(response)
-        if (!stream) throw new Error('the response has no body')
-        yield* textDeltas(stream, ({ data }) => answer.read(data))
-      }
+      yield* answerDeltas(response, answer)
       // the SDK streams end quietly when aborted: that is not a finished answer
       signal.throwIfAborted()
     } catch (error) {
@@ -91,7 +83,7 @@ export class OpenAIModelClient implements ModelClient {
 }
 
 /** What an OpenAI answer said besides its text, read chunk by chunk (or from a whole completion). */
-class OpenAIAnswer {
+class OpenAIAnswer implements AnswerReader {
   private usage = usageOf()
   private finishReason: string | null = null
   // a refusal comes in deltas of its own, apart from the answer's text
@@ -99,8 +91,7 @@ class OpenAIAnswer {
 
   constructor(private readonly secret: string | undefined) {}
 
-  /** One stream event's data: its answer text, null, or the stream's end. */
-  read(data: string): string | null | typeof STREAM_END {
+  read({ data }: ServerSentEvent): string | null | typeof STREAM_END {
     if (data.startsWith('[DONE]')) return STREAM_END
     const chunk = JSON.parse(data) as ChatCompletionChunk & ErrorChunk
     // an error sent in the stream (the SDK throws these too)
@@ -112,8 +103,8 @@ class OpenAIAnswer {
     return choice?.delta?.content || null
   }
 
-  /** A whole completion: its answer text. */
-  readCompletion(completion: ChatCompletion): string {
+  readWhole(body: unknown): string {
+    const completion = body as ChatCompletion
     const choice = completion.choices[0]
     this.refusal = choice?.message?.refusal ?? ''
     this.finishReason = choice?.finish_reason ?? null

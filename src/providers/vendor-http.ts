@@ -1,4 +1,5 @@
 import type { Readable } from 'node:stream'
+import { type ServerSentEvent, type STREAM_END, textDeltas } from './sse.js'
 
 type Undici = typeof import('undici')
 let undici: Undici | null = null
@@ -44,7 +45,7 @@ export async function vendorFetch(input: string | URL | Request, init: RequestIn
 }
 
 /** A response's body as bytes: the Node stream when `vendorFetch` made it, else the web stream. */
-export function responseBody(response: Response): ReadableStream<Uint8Array> | AsyncIterable<Uint8Array> | null {
+function responseBody(response: Response): ReadableStream<Uint8Array> | AsyncIterable<Uint8Array> | null {
   return nodeBodies.get(response) ?? response.body
 }
 
@@ -67,7 +68,29 @@ function lazyWebStream(body: Readable): ReadableStream<Uint8Array> {
   )
 }
 
-/** Whether a response to a streaming request is one JSON document (a server that ignored `stream: true`) rather than events. */
-export function isJsonResponse(response: Response): boolean {
-  return /^application\/json\b/i.test(response.headers.get('content-type') ?? '')
+/** How a client reads its vendor's answer: event by event, or whole. */
+export interface AnswerReader {
+  /** One event of the stream: its answer text, null, or the stream's end; throws the stream's own error. */
+  read(event: ServerSentEvent): string | null | typeof STREAM_END
+  /** A whole answer in one JSON document: its text. */
+  readWhole(body: unknown): string
+}
+
+/**
+ * The answer text of a response to a streaming request, as the model client yields it: its
+ * events through `textDeltas`, or, from a server that ignored `stream: true` and sent one JSON
+ * document (some proxies and compatible servers do), the whole answer as one delta.
+ */
+export async function* answerDeltas(
+  response: Response,
+  reader: AnswerReader,
+): AsyncGenerator<{ type: 'delta'; text: string; deltas: number }> {
+  if (/^application\/json\b/i.test(response.headers.get('content-type') ?? '')) {
+    const text = reader.readWhole(await response.json())
+    if (text) yield { type: 'delta', text, deltas: 1 }
+    return
+  }
+  const body = responseBody(response)
+  if (!body) throw new Error('the response has no body')
+  yield* textDeltas(body, (event) => reader.read(event))
 }
