@@ -315,8 +315,8 @@ export class PromptQueue {
   }
 
   /** Whether the session has anything outstanding, running or unwritten (its lease is renewed). */
-  busy(tenantId: string, sessionId: string): boolean {
-    return this.queues.busy(tenantId, sessionId)
+  hasWork(tenantId: string, sessionId: string): boolean {
+    return this.queues.hasWork(tenantId, sessionId)
   }
 
   /** Forgets a deleted (or lost) session. */

@@ -20,7 +20,7 @@ const parts = (held: string) => {
 /** What the leases need of the queues: which held sessions have work, and telling them of a loss. */
 export interface LeaseHolder {
   /** Whether the session has anything outstanding, running or unwritten: its lease is renewed. */
-  busy(tenantId: string, sessionId: string): boolean
+  hasWork(tenantId: string, sessionId: string): boolean
   /** The session is no longer held here: stop running it and forget it. */
   lost(tenantId: string, sessionId: string): void
 }
@@ -54,7 +54,7 @@ export class SessionLeases {
     const held = key(tenantId, sessionId)
     if (this.holds(tenantId, sessionId)) return { mine: true }
     // lapsed while idle: what this instance kept of it may be behind another owner's
-    if (this.held.has(held) && !this.holder.busy(tenantId, sessionId)) this.lose(held)
+    if (this.held.has(held) && !this.holder.hasWork(tenantId, sessionId)) this.lose(held)
     const asked = this.clock()
     const owner = await this.sessions.claimLease(tenantId, sessionId, this.instanceId, this.ttlMs)
     if (owner !== this.instanceId) return { mine: false, owner }
@@ -84,27 +84,27 @@ export class SessionLeases {
     this.timer.unref()
   }
 
-  /** Renews the busy sessions' leases (learning which were lost); idle ones past their time lapse. */
+  /** Renews the leases of the sessions with work (learning which were lost); idle ones past their time lapse. */
   private async renew(): Promise<void> {
-    const busy: string[] = []
+    const working: string[] = []
     for (const [held, until] of this.held) {
       const { tenantId, id } = parts(held)
-      if (this.holder.busy(tenantId, id)) busy.push(held)
+      if (this.holder.hasWork(tenantId, id)) working.push(held)
       else if (until <= this.clock()) this.lose(held)
     }
-    // holding nothing busy, there is nothing to renew: an idle instance asks nothing
-    if (busy.length === 0) return
+    // holding nothing with work, there is nothing to renew: an idle instance asks nothing
+    if (working.length === 0) return
     const asked = this.clock()
     try {
-      const still = await this.sessions.renewLeases(this.instanceId, this.ttlMs, busy.map(parts))
+      const still = await this.sessions.renewLeases(this.instanceId, this.ttlMs, working.map(parts))
       const renewed = new Set(still.map((s) => key(s.tenantId, s.id)))
-      for (const held of busy) {
+      for (const held of working) {
         if (!renewed.has(held)) this.lose(held)
         else if (this.held.has(held)) this.held.set(held, asked + this.ttlMs - this.renewMs)
       }
     } catch (error) {
       this.logger.error('could not renew session leases', { error: (error as Error).message })
-      for (const held of busy) if ((this.held.get(held) ?? 0) <= this.clock()) this.lose(held)
+      for (const held of working) if ((this.held.get(held) ?? 0) <= this.clock()) this.lose(held)
     }
   }
 

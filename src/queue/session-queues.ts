@@ -45,7 +45,7 @@ export class SessionQueues {
   }
 
   /** Whether the session has anything outstanding, running, loading or unwritten. */
-  busy(tenantId: string, sessionId: string): boolean {
+  hasWork(tenantId: string, sessionId: string): boolean {
     const key = sessionKey(tenantId, sessionId)
     const queue = this.loaded.get(key)
     if (!queue) return this.loading.has(key)

@@ -128,7 +128,7 @@ export async function createApp(options: AppOptions, secrets: SecretLookup, logg
       link.instanceId,
       times.staleMs,
       times.heartbeatMs,
-      { busy: (t, s): boolean => queue.busy(t, s), lost: (t, s) => void queue.lose(t, s) },
+      { hasWork: (t, s): boolean => queue.hasWork(t, s), lost: (t, s) => void queue.lose(t, s) },
       logger,
       options.clock,
     )
