@@ -1,14 +1,5 @@
 import { NotFoundError } from '../domain/errors.js'
-import type {
-  Alternative,
-  FailoverAttempt,
-  OutputValidation,
-  RunFilter,
-  RunRecord,
-  RunStatus,
-  TerminalReason,
-  Usage,
-} from '../domain/records.js'
+import type { Alternative, FailoverAttempt, OutputValidation, RunFilter, RunRecord, RunStatus, TerminalReason } from '../domain/records.js'
 import { builder } from './builder.js'
 import type { Context } from './context.js'
 import { describedValues } from './described.js'
@@ -16,6 +7,7 @@ import { ErrorCodeEnum } from './errors.js'
 import { FinishReasonEnum } from './finish-reason.js'
 import { encodeCursor, forwardPage, pageArgs, toConnection } from './paging.js'
 import { ReasoningRef } from './reasoning.js'
+import { UsageRef } from './usage.js'
 
 const RunStatusEnum = builder.enumType('RunStatus', {
   description:
@@ -43,21 +35,6 @@ const TerminalReasonEnum = builder.enumType('TerminalReason', {
     INTERRUPTED: 'The server stopped (crashed or was killed) while it ran; events after the last one written are lost.',
     STALE: 'Its heartbeat stopped (its server died or hung) and a reaper ended it.',
     NO_PROGRESS: 'It went on heartbeating but made no progress (no token, steer or repair) for too long, so it was stopped.',
-  }),
-})
-
-export const UsageRef = builder.objectRef<Usage>('Usage').implement({
-  description:
-    "Token counts as the vendors reported them, normalized: inputTokens counts every input token, the cached ones among them (OpenAI's convention; Anthropic's uncached count is added up). The fake backend counts words.",
-  fields: (t) => ({
-    inputTokens: t.exposeInt('inputTokens', { description: 'Tokens sent to the model, cached ones included, over every call.' }),
-    outputTokens: t.exposeInt('outputTokens', { description: 'Tokens the model produced, reasoning ones included, over every call.' }),
-    totalTokens: t.int({ description: 'inputTokens + outputTokens.', resolve: (u) => u.inputTokens + u.outputTokens }),
-    cacheReadTokens: t.exposeInt('cacheReadTokens', { description: "Input tokens read from the vendor's prompt cache (priced lower)." }),
-    cacheWriteTokens: t.exposeInt('cacheWriteTokens', {
-      description: "Input tokens written to the vendor's prompt cache (Anthropic prices them higher).",
-    }),
-    reasoningTokens: t.exposeInt('reasoningTokens', { description: 'Output tokens spent on reasoning, as OpenAI reports them.' }),
   }),
 })
 

@@ -5,7 +5,8 @@ import { perRequestLoader } from './loaders.js'
 import { encodeCursor, forwardPage, pageArgs, toConnection } from './paging.js'
 import { RoleEnum } from './prompt.js'
 import { QueueEntryRef } from './queue-entry.js'
-import { RunConnection, resolveRunConnection, UsageRef } from './run.js'
+import { RunConnection, resolveRunConnection } from './run.js'
+import { UsageRef } from './usage.js'
 
 const SessionStatusEnum = builder.enumType('SessionStatus', {
   description: "What a session's queue is doing.",
