@@ -4,6 +4,7 @@ import { InvalidRequestError } from './errors.js'
 import { boundedJsonObject, jsonOutOfBounds } from './json-bounds.js'
 import { compileOutputSchema } from './output-schema.js'
 import { compileTemplate } from './template.js'
+import { type ToolLayer, toolLayerOf, toolLayerShape } from './tools.js'
 
 /** Prompt, profile and backend ids are the user's own strings. */
 export const ID_PATTERN = /^[A-Za-z0-9_.-]{1,128}$/
@@ -95,6 +96,8 @@ export const profileSchema = z.strictObject({
     .transform((key) => new Secret(key))
     .nullish(),
   candidates: z.array(idSchema).max(16).nullish(),
+  /** Tools every run of the profile may call (a prompt's and a request's come on top), and how. */
+  ...toolLayerShape,
 })
 export type ProfileDefinition = z.infer<typeof profileSchema>
 
@@ -165,10 +168,11 @@ export const promptSchema = z.strictObject({
   output: outputContractSchema.nullish(),
   maxRepairs: z.number().int().min(0).max(10).nullish(),
   parallel: parallelSchema.nullish(),
+  ...toolLayerShape,
 })
 
-/** The part of a prompt that decides what a run does; hashed into `definitionHash`. */
-export interface PromptDefinition {
+/** The part of a prompt that decides what a run does; hashed into `definitionHash`. Its tool fields are absent when unset. */
+export interface PromptDefinition extends ToolLayer {
   messages: { role: Role; content: string }[]
   defaultProfileId: string | null
   output: OutputContract
@@ -193,6 +197,7 @@ export function toPromptDefinition(parsed: z.infer<typeof promptSchema>): { desc
           judgePromptId: parsed.parallel.judgePromptId ?? null,
         },
       }),
+      ...toolLayerOf(parsed),
     },
   }
 }

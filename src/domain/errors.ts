@@ -17,6 +17,8 @@ export const ERROR_CODES = [
   'BUDGET_EXCEEDED',
   'STEER_REJECTED',
   'GENERATION',
+  'TOOL_TIMEOUT',
+  'TOOL_RESULT_REJECTED',
   'VALIDATION',
   'CANCELLED',
   'QUERY_TOO_COMPLEX',
@@ -117,6 +119,24 @@ export class SteerRejectedError extends PromptlineError {
 
 export class GenerationError extends PromptlineError {
   readonly code = 'GENERATION'
+}
+
+/** A run waited longer than its tool timeout for a round's results. */
+export class ToolTimeoutError extends PromptlineError {
+  readonly code = 'TOOL_TIMEOUT'
+}
+
+export type ToolResultRejection = 'NOT_WAITING' | 'UNKNOWN_CALL' | 'ALREADY_ANSWERED' | 'INVALID'
+
+/** Tool results that cannot be taken; nothing of the submission was kept. */
+export class ToolResultRejectedError extends PromptlineError {
+  readonly code = 'TOOL_RESULT_REJECTED'
+  constructor(
+    message: string,
+    readonly reason: ToolResultRejection,
+  ) {
+    super(message)
+  }
 }
 
 /** Output could not be validated at all (not: the output was invalid, which is a result). */

@@ -1,4 +1,5 @@
 import type { MessageRecord, QueueEntryRecord, RunRecord } from './records.js'
+import type { ToolCall } from './tools.js'
 
 const QUEUE_ENTRY_EVENT_KINDS = ['QUEUED', 'STARTED', 'RUNNING', 'FINISHED'] as const
 export type QueueEntryEventKind = (typeof QUEUE_ENTRY_EVENT_KINDS)[number]
@@ -8,6 +9,9 @@ export type SessionEventData =
   | { type: 'QUEUE_ENTRY'; kind: QueueEntryEventKind; entry: QueueEntryRecord }
   | { type: 'RUN_STARTED'; run: RunRecord }
   | { type: 'TOKEN_DELTA'; text: string; attempt: number; candidate: string | null }
+  | { type: 'TOOL_CALL_STARTED'; callId: string; name: string; round: number }
+  | { type: 'TOOL_CALL_DELTA'; callId: string; argumentsDelta: string }
+  | { type: 'TOOL_CALLS_REQUESTED'; round: number; calls: ToolCall[] }
   | { type: 'STEER_ACCEPTED'; steerId: string; queueId: string }
   | { type: 'STEER_APPLIED'; steerId: string }
   | { type: 'MESSAGE_CREATED'; message: MessageRecord }

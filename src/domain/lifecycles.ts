@@ -11,7 +11,9 @@ export const RUN_TRANSITIONS: Readonly<Record<RunStatus, readonly RunStatus[]>> 
   WAITING_CAPACITY: ['WAITING_CAPACITY', 'GENERATING', 'FAILED', 'ABORTED'],
   // a failover to another backend may wait for its capacity; a parallel prompt validates per
   // candidate, so its run goes from GENERATING to its end directly
-  GENERATING: ['WAITING_CAPACITY', 'VALIDATING', 'COMPLETED', 'FAILED', 'ABORTED'],
+  GENERATING: ['WAITING_CAPACITY', 'REQUIRES_ACTION', 'VALIDATING', 'COMPLETED', 'FAILED', 'ABORTED'],
+  // the model called tools: the run waits for their results (no capacity held), then generates again
+  REQUIRES_ACTION: ['GENERATING', 'WAITING_CAPACITY', 'FAILED', 'ABORTED'],
   VALIDATING: ['REPAIRING', 'COMPLETED', 'FAILED', 'ABORTED'],
   REPAIRING: ['GENERATING', 'FAILED', 'ABORTED'],
   COMPLETED: [],

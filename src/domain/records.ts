@@ -1,4 +1,5 @@
 import type { Role, SettingsLayer } from './definitions.js'
+import type { ToolCall, ToolLayer, ToolRound } from './tools.js'
 
 /** Plain, JSON-safe records of what the store keeps; timestamps are ISO strings. */
 
@@ -10,6 +11,7 @@ export const RUN_STATUSES = [
   'PREPARING',
   'WAITING_CAPACITY',
   'GENERATING',
+  'REQUIRES_ACTION',
   'VALIDATING',
   'REPAIRING',
   'COMPLETED',
@@ -29,6 +31,7 @@ const TERMINAL_REASONS = [
   'INTERRUPTED',
   'STALE',
   'NO_PROGRESS',
+  'TOOL_TIMEOUT',
 ] as const
 export type TerminalReason = (typeof TERMINAL_REASONS)[number]
 
@@ -55,6 +58,8 @@ export interface RunRequest {
   credentialEnv: string | null
   /** Where the run's end is posted: the admission's own, else its session's; absent when neither names one. */
   webhookUrl?: string | null
+  /** The request's own tools, over the prompt's and the profile's; absent when it declares none. */
+  tools?: ToolLayer | null
 }
 
 export interface SessionRecord {
@@ -75,8 +80,12 @@ export interface MessageRecord {
   id: string
   sessionId: string
   position: number
-  role: 'system' | 'user' | 'assistant'
+  role: MessageRole
   content: string
+  /** An assistant message's tool calls; empty otherwise. */
+  toolCalls: ToolCall[]
+  /** A TOOL message: the call it answers. */
+  toolCallId: string | null
   runId: string | null
   interrupted: boolean
   createdAt: string
@@ -210,6 +219,8 @@ export interface RunRecord {
   refusal: string | null
   /** The thinking of the selected answer's last model call, where the vendor sent it. */
   reasoning: Reasoning | null
+  /** The run's rounds of tool calls, the last one pending while REQUIRES_ACTION. */
+  toolRounds: ToolRound[]
 }
 
 /** The model's thinking before its answer, as the vendor sent it. */
@@ -219,10 +230,21 @@ export interface Reasoning {
   signature: string | null
 }
 
+/** Who says a message of a conversation: a template's roles, and a tool's result. */
+export type MessageRole = Role | 'tool'
+
 /** One message of a conversation as a model receives it. */
 export interface ChatMessage {
-  role: Role
+  role: MessageRole
   content: string
+  /** An assistant message's tool calls. */
+  toolCalls?: ToolCall[]
+  /** A tool message: the call it answers. */
+  toolCallId?: string
+  /** A tool message: the tool failed, and its content says how. */
+  isError?: boolean
+  /** The thinking before an assistant message's tool calls, replayed to the vendor that needs it. */
+  reasoning?: Reasoning | null
 }
 
 export interface RunFilter {

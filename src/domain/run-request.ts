@@ -2,6 +2,7 @@ import { z } from 'zod'
 import { envNameSchema, idSchema, parseInput, settingsLayerSchema } from './definitions.js'
 import { boundedJsonObject } from './json-bounds.js'
 import type { RunRequest } from './records.js'
+import { toolLayerOf, toolLayerShape } from './tools.js'
 import { webhookUrlSchema } from './webhooks.js'
 
 /** The longest user text a request may carry (an input, a steer). */
@@ -16,12 +17,14 @@ const runRequestSchema = z
     profileId: idSchema.nullish(),
     overrides: settingsLayerSchema.nullish(),
     credentialEnv: envNameSchema.nullish(),
+    ...toolLayerShape,
   })
   .refine((r) => r.promptId != null || r.input != null, { message: 'give a promptId or an input text', path: ['promptId'] })
 
 /** Parses an untrusted run request; a failure is an INVALID_REQUEST naming the field, rooted at `root`. */
 export function parseRunRequest(value: unknown, root: string): RunRequest {
   const parsed = parseInput(runRequestSchema, value, root)
+  const tools = toolLayerOf(parsed)
   return {
     promptId: parsed.promptId ?? null,
     input: parsed.input ?? null,
@@ -29,6 +32,8 @@ export function parseRunRequest(value: unknown, root: string): RunRequest {
     profileId: parsed.profileId ?? null,
     overrides: parsed.overrides ?? null,
     credentialEnv: parsed.credentialEnv ?? null,
+    // absent when none is given, so a request's stored form (and its idempotency hash) stays as it was
+    ...(Object.keys(tools).length > 0 && { tools }),
   }
 }
 

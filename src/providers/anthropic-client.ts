@@ -1,12 +1,13 @@
 import type Anthropic from '@anthropic-ai/sdk'
-import type { Message, RawMessageStreamEvent } from '@anthropic-ai/sdk/resources/messages'
+import type { Message, MessageParam, RawMessageStreamEvent, Tool, ToolChoice } from '@anthropic-ai/sdk/resources/messages'
 import type { ChatMessage, FinishReason, Usage } from '../domain/records.js'
 import { usageOf } from '../domain/records.js'
+import type { Tooling } from '../domain/tools.js'
 import { ClientCache } from './client-cache.js'
 import type { GenerateEvent, GenerateRequest, ModelClient } from './model-client.js'
 import { classifyVendorError, vendorStreamError } from './provider-error.js'
 import type { ServerSentEvent } from './sse.js'
-import { type AnswerReader, answerDeltas, vendorFetch } from './vendor-http.js'
+import { type AnswerReader, answerDeltas, ToolCallFragments, vendorFetch } from './vendor-http.js'
 
 /** Anthropic's usage, in ours: its input_tokens leave the cached ones out, so they are added. */
 function anthropicUsage(usage: Message['usage']): Usage {
@@ -32,20 +33,75 @@ const FINISH_REASONS: Record<string, FinishReason> = {
 
 type ErrorEvent = { type: 'error'; error?: { type?: string; message?: string } }
 
-/** Anthropic takes system text apart from the turns, and turns that alternate user/assistant. */
-function toAnthropicMessages(messages: ChatMessage[]): { system: string; turns: { role: 'user' | 'assistant'; content: string }[] } {
+type Block = Exclude<MessageParam['content'], string>[number]
+type Turn = { role: 'user' | 'assistant'; content: string | Block[] }
+
+/** A message's content as Anthropic blocks: thinking to replay, text, calls, or a call's result. */
+function blocksOf(m: ChatMessage): Block[] {
+  if (m.role === 'tool') {
+    return [{ type: 'tool_result', tool_use_id: m.toolCallId ?? '', content: m.content, ...(m.isError && { is_error: true }) }]
+  }
+  const blocks: Block[] = []
+  // a turn with thinking and tool calls is replayed with its signed thinking first
+  if (m.reasoning?.signature) blocks.push({ type: 'thinking', thinking: m.reasoning.text, signature: m.reasoning.signature })
+  if (m.content !== '') blocks.push({ type: 'text', text: m.content })
+  for (const call of m.toolCalls ?? [])
+    blocks.push({ type: 'tool_use', id: call.callId, name: call.name, input: parsedInput(call.arguments) })
+  return blocks
+}
+
+/** A call's arguments as the object Anthropic replays; what does not parse goes as an empty object. */
+function parsedInput(args: string): Record<string, unknown> {
+  try {
+    const value = args.trim() === '' ? {} : JSON.parse(args)
+    return value !== null && typeof value === 'object' && !Array.isArray(value) ? value : {}
+  } catch {
+    return {}
+  }
+}
+
+const asBlocks = (content: string | Block[]): Block[] => (typeof content === 'string' ? [{ type: 'text', text: content }] : content)
+
+/**
+ * Anthropic takes system text apart from the turns, and turns that alternate user/assistant:
+ * tool results are user turns of tool_result blocks. Plain text stays a string.
+ */
+function toAnthropicMessages(messages: ChatMessage[]): { system: string; turns: Turn[] } {
   const system = messages
     .filter((m) => m.role === 'system')
     .map((m) => m.content)
     .join('\n\n')
-  const turns: { role: 'user' | 'assistant'; content: string }[] = []
+  const turns: Turn[] = []
   for (const m of messages) {
     if (m.role === 'system') continue
+    const role = m.role === 'assistant' ? 'assistant' : 'user'
+    const plain = m.role !== 'tool' && !m.toolCalls?.length && !m.reasoning?.signature
+    const content: string | Block[] = plain ? m.content : blocksOf(m)
     const last = turns.at(-1)
-    if (last && last.role === m.role) last.content += `\n\n${m.content}`
-    else turns.push({ role: m.role, content: m.content })
+    if (!last || last.role !== role) turns.push({ role, content })
+    else if (typeof last.content === 'string' && typeof content === 'string') last.content += `\n\n${content}`
+    else last.content = [...asBlocks(last.content), ...asBlocks(content)]
   }
   return { system, turns }
+}
+
+/** The tools and the choice among them, as Anthropic's request fields. */
+function anthropicTools(tooling: Tooling | null) {
+  if (!tooling) return {}
+  const tools: Tool[] = tooling.tools.map((t) => ({
+    name: t.name,
+    ...(t.description !== null && { description: t.description }),
+    input_schema: t.inputSchema as Tool['input_schema'],
+  }))
+  const { toolChoice } = tooling
+  const single = tooling.parallelToolCalls === false && toolChoice !== 'NONE' && { disable_parallel_tool_use: true }
+  const choice: ToolChoice =
+    typeof toolChoice === 'object'
+      ? { type: 'tool', name: toolChoice.name, ...single }
+      : toolChoice === 'NONE'
+        ? { type: 'none' }
+        : { type: toolChoice === 'REQUIRED' ? 'any' : 'auto', ...single }
+  return { tools, tool_choice: choice }
 }
 
 /**
@@ -70,6 +126,7 @@ export class AnthropicModelClient implements ModelClient {
       messages: turns,
       stream: true as const,
       ...(system !== '' && { system }),
+      ...anthropicTools(request.tooling),
       ...(settings.temperature != null && { temperature: settings.temperature }),
       ...(settings.topP != null && { top_p: settings.topP }),
       ...(settings.stop != null && settings.stop.length > 0 && { stop_sequences: settings.stop }),
@@ -96,6 +153,7 @@ class AnthropicAnswer implements AnswerReader {
   private finishReason: string | null = null
   private thinking = ''
   private signature: string | null = null
+  readonly toolCalls = new ToolCallFragments()
 
   constructor(private readonly secret: string | undefined) {}
 
@@ -108,10 +166,14 @@ class AnthropicAnswer implements AnswerReader {
       throw vendorStreamError('Anthropic', type, message, this.secret)
     }
     if (event.type === 'message_start') this.usage = anthropicUsage(event.message.usage)
-    else if (event.type === 'content_block_delta') {
+    else if (event.type === 'content_block_start' && event.content_block.type === 'tool_use') {
+      // the input arrives as input_json_delta fragments; the block's own `input` is an empty placeholder
+      this.toolCalls.add(event.index, event.content_block.id, event.content_block.name, '')
+    } else if (event.type === 'content_block_delta') {
       const { delta } = event
       if (delta.type === 'text_delta') return delta.text
-      if (delta.type === 'thinking_delta') this.thinking += delta.thinking
+      if (delta.type === 'input_json_delta') this.toolCalls.add(event.index, null, null, delta.partial_json)
+      else if (delta.type === 'thinking_delta') this.thinking += delta.thinking
       else if (delta.type === 'signature_delta') this.signature = delta.signature
     } else if (event.type === 'message_delta') {
       this.usage.outputTokens = event.usage.output_tokens
@@ -123,8 +185,9 @@ class AnthropicAnswer implements AnswerReader {
   readWhole(body: unknown): string {
     const message = body as Message
     let text = ''
-    for (const block of message.content) {
+    for (const [index, block] of message.content.entries()) {
       if (block.type === 'text') text += block.text
+      else if (block.type === 'tool_use') this.toolCalls.add(index, block.id, block.name, JSON.stringify(block.input))
       else if (block.type === 'thinking') [this.thinking, this.signature] = [this.thinking + block.thinking, block.signature]
     }
     this.finishReason = message.stop_reason

@@ -1,12 +1,19 @@
 import type OpenAI from 'openai'
-import type { ChatCompletion, ChatCompletionChunk } from 'openai/resources/chat/completions'
+import type {
+  ChatCompletion,
+  ChatCompletionChunk,
+  ChatCompletionMessageParam,
+  ChatCompletionTool,
+  ChatCompletionToolChoiceOption,
+} from 'openai/resources/chat/completions'
 import type { CompletionUsage } from 'openai/resources/completions'
-import { type Finish, type FinishReason, type Usage, usageOf } from '../domain/records.js'
+import { type ChatMessage, type Finish, type FinishReason, type Usage, usageOf } from '../domain/records.js'
+import type { Tooling } from '../domain/tools.js'
 import { ClientCache } from './client-cache.js'
 import type { GenerateEvent, GenerateRequest, ModelClient } from './model-client.js'
 import { classifyVendorError, vendorStreamError } from './provider-error.js'
 import { type ServerSentEvent, STREAM_END } from './sse.js'
-import { type AnswerReader, answerDeltas, vendorFetch } from './vendor-http.js'
+import { type AnswerReader, answerDeltas, ToolCallFragments, vendorFetch } from './vendor-http.js'
 
 /** OpenAI's usage, in ours: its prompt_tokens already include the cached ones. */
 function openaiUsage(usage: CompletionUsage): Usage {
@@ -33,6 +40,37 @@ function openaiFinish(vendorReason: string | null, refusal: string): Finish {
   return { reason: FINISH_REASONS[vendorReason ?? ''] ?? 'OTHER', vendorReason, refusal: null }
 }
 
+/** Our messages in OpenAI's shape: calls on the assistant message, each result a `tool` message. */
+function toOpenAIMessage(m: ChatMessage): ChatCompletionMessageParam {
+  if (m.role === 'tool') return { role: 'tool', tool_call_id: m.toolCallId ?? '', content: m.content }
+  if (m.role === 'assistant' && m.toolCalls && m.toolCalls.length > 0) {
+    return {
+      role: 'assistant',
+      content: m.content === '' ? null : m.content,
+      tool_calls: m.toolCalls.map((c) => ({ id: c.callId, type: 'function', function: { name: c.name, arguments: c.arguments } })),
+    }
+  }
+  return { role: m.role, content: m.content }
+}
+
+/** The tools, the choice among them and parallel calls, as OpenAI's request fields. */
+function openaiTools(tooling: Tooling | null) {
+  if (!tooling) return {}
+  const { toolChoice } = tooling
+  const tools: ChatCompletionTool[] = tooling.tools.map((t) => ({
+    type: 'function',
+    function: {
+      name: t.name,
+      ...(t.description !== null && { description: t.description }),
+      parameters: t.inputSchema,
+      ...(t.strict && { strict: true }),
+    },
+  }))
+  const choice: ChatCompletionToolChoiceOption =
+    typeof toolChoice === 'object' ? { type: 'function', function: { name: toolChoice.name } } : (toolChoice.toLowerCase() as 'auto')
+  return { tools, tool_choice: choice, ...(tooling.parallelToolCalls !== null && { parallel_tool_calls: tooling.parallelToolCalls }) }
+}
+
 type ErrorChunk = { error?: { message?: string; type?: string | null; code?: string | null } }
 
 /**
@@ -54,7 +92,8 @@ export class OpenAIModelClient implements ModelClient {
     const { settings } = request
     const body = {
       model: request.model,
-      messages: request.messages.map((m) => ({ role: m.role, content: m.content })),
+      messages: request.messages.map(toOpenAIMessage),
+      ...openaiTools(request.tooling),
       stream: true as const,
       stream_options: { include_usage: true },
       ...(settings.temperature != null && { temperature: settings.temperature }),
@@ -88,6 +127,7 @@ class OpenAIAnswer implements AnswerReader {
   private finishReason: string | null = null
   // a refusal comes in deltas of its own, apart from the answer's text
   private refusal = ''
+  readonly toolCalls = new ToolCallFragments()
 
   constructor(private readonly secret: string | undefined) {}
 
@@ -99,8 +139,13 @@ class OpenAIAnswer implements AnswerReader {
     const choice = chunk.choices[0]
     if (choice?.finish_reason) this.finishReason = choice.finish_reason
     if (chunk.usage) this.usage = openaiUsage(chunk.usage)
-    if (choice?.delta?.refusal) this.refusal += choice.delta.refusal
-    return choice?.delta?.content || null
+    const delta = choice?.delta
+    if (delta?.refusal) this.refusal += delta.refusal
+    // a call's first fragment has its id and name; the arguments follow in pieces, by index
+    for (const call of delta?.tool_calls ?? []) {
+      this.toolCalls.add(call.index, call.id ?? null, call.function?.name ?? null, call.function?.arguments ?? '')
+    }
+    return delta?.content || null
   }
 
   readWhole(body: unknown): string {
@@ -109,6 +154,9 @@ class OpenAIAnswer implements AnswerReader {
     this.refusal = choice?.message?.refusal ?? ''
     this.finishReason = choice?.finish_reason ?? null
     if (completion.usage) this.usage = openaiUsage(completion.usage)
+    for (const [index, call] of (choice?.message?.tool_calls ?? []).entries()) {
+      if (call.type === 'function') this.toolCalls.add(index, call.id, call.function.name, call.function.arguments)
+    }
     return choice?.message?.content ?? ''
   }
 

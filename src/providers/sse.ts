@@ -32,13 +32,15 @@ export const STREAM_END = Symbol('the end of the stream')
 /**
  * The text of a vendor's event stream as the model client yields it: `read` makes of each event
  * its text (or null) and may throw the stream's own error or answer `STREAM_END`; the texts of one
- * network read go out as one delta, counted. The text before an error or the end in the same read
- * still goes out first.
+ * network read go out as one delta, counted, followed by what `drain` gathered from the same
+ * events (tool-call fragments). What came before an error or the end in the same read still goes
+ * out first.
  */
-export async function* textDeltas(
+export async function* textDeltas<E>(
   body: ReadableStream<Uint8Array> | AsyncIterable<Uint8Array>,
   read: (event: ServerSentEvent) => string | null | typeof STREAM_END,
-): AsyncGenerator<{ type: 'delta'; text: string; deltas: number }> {
+  drain: () => E[],
+): AsyncGenerator<{ type: 'delta'; text: string; deltas: number } | E> {
   for await (const events of serverSentEvents(body)) {
     const delta = { type: 'delta' as const, text: '', deltas: 0 }
     let failed = false
@@ -61,6 +63,7 @@ export async function* textDeltas(
       failure = error
     }
     if (delta.deltas > 0) yield delta
+    yield* drain()
     if (failed) throw failure
     if (ended) return
   }

@@ -1,4 +1,5 @@
 import type { Readable } from 'node:stream'
+import type { ToolCallDelta } from './model-client.js'
 import { type ServerSentEvent, type STREAM_END, textDeltas } from './sse.js'
 
 type Undici = typeof import('undici')
@@ -74,6 +75,29 @@ export interface AnswerReader {
   read(event: ServerSentEvent): string | null | typeof STREAM_END
   /** A whole answer in one JSON document: its text. */
   readWhole(body: unknown): string
+  /** The tool-call fragments read since the last call. */
+  readonly toolCalls: ToolCallFragments
+}
+
+/**
+ * The tool-call fragments of an answer as they are read, merged per call until they are
+ * drained (once per network read), so arguments stream like text: one event per read and call.
+ */
+export class ToolCallFragments {
+  private pending = new Map<number, ToolCallDelta>()
+
+  add(index: number, vendorId: string | null, name: string | null, args: string): void {
+    const known = this.pending.get(index)
+    if (!known) this.pending.set(index, { type: 'tool_call', index, vendorId, name, arguments: args })
+    else known.arguments += args
+  }
+
+  drain(): ToolCallDelta[] {
+    if (this.pending.size === 0) return []
+    const drained = [...this.pending.values()]
+    this.pending = new Map()
+    return drained
+  }
 }
 
 /**
@@ -84,13 +108,18 @@ export interface AnswerReader {
 export async function* answerDeltas(
   response: Response,
   reader: AnswerReader,
-): AsyncGenerator<{ type: 'delta'; text: string; deltas: number }> {
+): AsyncGenerator<{ type: 'delta'; text: string; deltas: number } | ToolCallDelta> {
   if (/^application\/json\b/i.test(response.headers.get('content-type') ?? '')) {
     const text = reader.readWhole(await response.json())
     if (text) yield { type: 'delta', text, deltas: 1 }
+    yield* reader.toolCalls.drain()
     return
   }
   const body = responseBody(response)
   if (!body) throw new Error('the response has no body')
-  yield* textDeltas(body, (event) => reader.read(event))
+  yield* textDeltas(
+    body,
+    (event) => reader.read(event),
+    () => reader.toolCalls.drain(),
+  )
 }

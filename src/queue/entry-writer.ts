@@ -75,10 +75,15 @@ export class QueueEntryWriter {
     }
   }
 
-  /** A terminal entry, already written: no longer outstanding, and old terminal entries pruned. */
-  retire(queue: SessionQueue, entry: QueueEntryRecord): void {
+  /** An entry this instance lets go of, its writes landed: the session's next owner takes it up. */
+  leave(queue: SessionQueue, entry: QueueEntryRecord): void {
     queue.outstanding.delete(entry.queueId)
     queue.journals.delete(entry.queueId)
+  }
+
+  /** A terminal entry, already written: no longer outstanding, and old terminal entries pruned. */
+  retire(queue: SessionQueue, entry: QueueEntryRecord): void {
+    this.leave(queue, entry)
     const { tenantId, sessionId } = queue
     const keep = this.deps.retainedTerminal
     // prune only when the count may be well over the limit (a tenth of slack), not once per run

@@ -9,6 +9,7 @@ import type { QueueEntryRecord, QueueEntryView, RunRecord, RunRequest, SessionSt
 import type { SessionEventBus } from '../events/event-bus.js'
 import type { AdmittedPrompt } from '../runner/prepare.js'
 import { type RunExecutor, RunStop } from '../runner/run-executor.js'
+import type { SubmittedResult } from '../runner/tool-rounds.js'
 import type { EventStore } from '../store/event-store.js'
 import type { QueueStore } from '../store/queue-store.js'
 import type { RunLedger } from '../store/run-ledger.js'
@@ -205,6 +206,11 @@ export class PromptQueue {
 
   abortRun(tenantId: string, runId: string, reason: string | null): Promise<{ aborted: boolean; run: RunRecord }> {
     return this.supervisor.abort(tenantId, runId, reason)
+  }
+
+  /** Tool results for a run of a session held here that waits for them; resolves with the run once they are durable. */
+  submitToolResults(tenantId: string, runId: string, results: SubmittedResult[], idempotencyKey: string | null): Promise<RunRecord> {
+    return this.supervisor.submitToolResults(tenantId, runId, results, idempotencyKey)
   }
 
   /** Accepts a steer for the running entry; it is applied at the run's next token boundary. */

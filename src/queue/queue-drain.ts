@@ -1,10 +1,10 @@
 import { advanceEntry } from '../domain/lifecycles.js'
-import type { QueueEntryRecord } from '../domain/records.js'
+import type { QueueEntryRecord, RunRecord } from '../domain/records.js'
 import type { AdmissionLimits } from './admission-limits.js'
 import type { DebounceScheduler } from './debounce-scheduler.js'
 import type { QueueEntryWriter } from './entry-writer.js'
 import type { RunSupervisor } from './run-supervisor.js'
-import type { SessionQueue } from './session-queue.js'
+import type { ActiveRun, SessionQueue } from './session-queue.js'
 
 export interface QueueDrainDeps {
   supervisor: RunSupervisor
@@ -33,7 +33,16 @@ export class QueueDrain {
 
   private async run(queue: SessionQueue, entry: QueueEntryRecord): Promise<void> {
     this.deps.admission.release(entry.requestBytes)
-    const active = this.deps.supervisor.start(queue, entry)
+    await this.runToEnd(queue, this.deps.supervisor.start(queue, entry))
+  }
+
+  /** Goes on with a run that was waiting for tool results when its server stopped; nothing starts before it ends. */
+  resume(queue: SessionQueue, entry: QueueEntryRecord, run: RunRecord): void {
+    queue.outstanding.set(entry.queueId, entry)
+    void this.runToEnd(queue, this.deps.supervisor.start(queue, entry, run))
+  }
+
+  private async runToEnd(queue: SessionQueue, active: ActiveRun): Promise<void> {
     queue.started(active)
     await active.done
     queue.runEnded()

@@ -64,7 +64,8 @@ export class QueueRecovery {
     for (const { tenantId, id, leaseOwner } of await sessionRows.orphaned(new Date(), { heldBy: ownership.instanceId })) {
       if (!(await ownership.claim(tenantId, id)).mine) continue
       if (leaseOwner === ownership.instanceId)
-        for (const run of await runs.unfinished({ tenantId, sessionId: id })) await this.end(run, 'INTERRUPTED', null)
+        for (const run of await runs.unfinished({ tenantId, sessionId: id }))
+          if (run.status !== 'REQUIRES_ACTION') await this.end(run, 'INTERRUPTED', null)
       await this.deps.queues.get(tenantId, id)
     }
   }
@@ -72,17 +73,30 @@ export class QueueRecovery {
   /**
    * When this instance takes a session over (at its first use here, or from the reaper): the
    * previous owner lost its lease (it died, or stopped renewing), so its live runs are ended
-   * STALE, and the prompts it had admitted resume here in order.
+   * STALE, a run it left waiting for tool results goes on waiting here, and the prompts it had
+   * admitted resume here in order.
    */
   async adopt(queue: SessionQueue): Promise<void> {
     const { tenantId, sessionId } = queue
     // what this instance remembers of the session may predate another owner's runs
     this.deps.sessions.forget(tenantId, sessionId)
     const guard = this.staleGuard()
-    for (const run of await this.deps.runs.unfinished({ tenantId, sessionId }))
-      if (!(await this.end(run, 'STALE', guard))) queue.hold(run.id) // within its in-flight grace: the reaper ends it
+    const waiting = new Map<string, RunRecord>()
+    for (const run of await this.deps.runs.unfinished({ tenantId, sessionId })) {
+      if (run.status === 'REQUIRES_ACTION') waiting.set(run.id, run)
+      else if (!(await this.end(run, 'STALE', guard))) queue.hold(run.id) // within its in-flight grace: the reaper ends it
+    }
     const open = await this.deps.entries.forSession(tenantId, sessionId, false)
-    for (const entry of open) if (entry.status === 'STARTING' || entry.status === 'RUNNING') await this.reconcile(entry)
+    for (const entry of open) {
+      if (entry.status !== 'STARTING' && entry.status !== 'RUNNING') continue
+      const run = entry.runId === null ? undefined : waiting.get(entry.runId)
+      if (run && queue.status === 'IDLE') this.deps.drain.resume(queue, entry, run)
+      else {
+        // a second run in the session's way (it never should be): the waiting one ends too
+        if (run) await this.end(run, 'STALE', null)
+        await this.reconcile(entry)
+      }
+    }
     this.resume(
       queue,
       open.filter((e) => e.status === 'QUEUED' || e.status === 'SCHEDULED'),

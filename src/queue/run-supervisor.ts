@@ -1,7 +1,8 @@
-import { NotFoundError, SteerRejectedError } from '../domain/errors.js'
-import { advanceEntry } from '../domain/lifecycles.js'
+import { NotFoundError, SteerRejectedError, ToolResultRejectedError } from '../domain/errors.js'
+import { advanceEntry, isTerminalRun } from '../domain/lifecycles.js'
 import type { QueueEntryRecord, RunRecord } from '../domain/records.js'
 import { type RunExecutor, RunStop } from '../runner/run-executor.js'
+import type { SubmittedResult } from '../runner/tool-rounds.js'
 import type { RunStore } from '../store/run-store.js'
 import type { AdmissionLimits } from './admission-limits.js'
 import type { QueueEntryWriter } from './entry-writer.js'
@@ -27,15 +28,22 @@ export class RunSupervisor {
 
   constructor(private readonly deps: RunSupervisorDeps) {}
 
-  /** Starts a queued entry's run; `done` resolves once the entry is terminal and written. */
-  start(queue: SessionQueue, entry: QueueEntryRecord): ActiveRun {
+  /**
+   * Starts a queued entry's run, or (`resumed`) goes on with a run that was waiting for tool
+   * results when its server stopped; `done` resolves once the entry is terminal and written.
+   */
+  start(queue: SessionQueue, entry: QueueEntryRecord, resumed: RunRecord | null = null): ActiveRun {
     const { writer, executor } = this.deps
-    advanceEntry(entry, 'STARTING')
-    entry.startedAt = now()
+    if (!resumed) {
+      advanceEntry(entry, 'STARTING')
+      entry.startedAt = now()
+    }
     // the run claims the entry (STARTING, with its id) in the transaction that inserts it, with
     // the entry's STARTED event
-    const handle = executor.start(entry, queue.admitted.get(entry.queueId) ?? null, writer.journalOf(queue, entry))
+    const handle = executor.start(entry, queue.admitted.get(entry.queueId) ?? null, writer.journalOf(queue, entry), resumed)
     queue.admitted.delete(entry.queueId)
+    // whoever waits for the entry (runPrompt) is told when its run waits for tool results too
+    handle.onWaiting(() => this.ended(entry.queueId))
     // RUNNING is not written: STARTING already marks it mid-run in the store
     void handle.generating.then((started) => {
       if (!started || entry.status !== 'STARTING') return
@@ -44,7 +52,8 @@ export class RunSupervisor {
     })
     // the run's end wrote and announced the entry's end with it
     const done = handle.finished.then((run) => {
-      writer.retire(queue, entry)
+      if (isTerminalRun(run.status)) writer.retire(queue, entry)
+      else writer.leave(queue, entry) // left waiting for tool results, for the session's next owner
       this.live.delete(run.id)
       this.ended(entry.queueId)
     })
@@ -84,6 +93,22 @@ export class RunSupervisor {
     const run = await this.deps.runs.find(tenantId, runId)
     if (!run) throw new NotFoundError('run', runId)
     return { aborted: false, run }
+  }
+
+  /**
+   * Takes tool results for a run that waits for them, durably, and answers with the run. A repeat
+   * of a submission (same key) answers the same, also once the run has moved on or ended.
+   */
+  async submitToolResults(tenantId: string, runId: string, results: SubmittedResult[], key: string | null): Promise<RunRecord> {
+    const active = this.live.get(runId)
+    if (active && active.entry.tenantId === tenantId) {
+      await active.handle.submitToolResults(results, key)
+      return { ...active.handle.run }
+    }
+    const run = await this.deps.runs.find(tenantId, runId)
+    if (!run) throw new NotFoundError('run', runId)
+    if (key !== null && run.toolRounds.some((r) => r.results.some((x) => x.idempotencyKey === key))) return run
+    throw new ToolResultRejectedError(`run '${runId}' is ${run.status}, not waiting for tool results`, 'NOT_WAITING')
   }
 
   /** Accepts a steer for the session's running entry; the run applies it at its next token boundary. */

@@ -1,6 +1,7 @@
 import type { OutputContract } from '../domain/definitions.js'
 import { repairInstruction, type ValidationResult, validateOutput } from '../domain/output-validation.js'
 import type { ChatMessage, Finish } from '../domain/records.js'
+import type { ToolCall } from '../domain/tools.js'
 import { inSpan, inSpanSync } from '../domain/tracing.js'
 import type { CallEnd, ModelCaller } from './model-caller.js'
 import type { SteerInbox } from './steer-inbox.js'
@@ -23,6 +24,8 @@ export interface AnswerHooks {
   onFirstToken(): void
   onSteerApplied(steerId: string): void
   onStatus(status: 'GENERATING' | 'VALIDATING' | 'REPAIRING'): void
+  /** A tool call's fragment: its first (`started`), then its argument text in pieces. */
+  onToolCall(call: ToolCall, argumentsDelta: string, started: boolean): void
 }
 
 export interface Answer {
@@ -31,6 +34,8 @@ export interface Answer {
   attempts: number
   /** How the last model call of the last attempt ended, with its thinking; null when it was cut. */
   end: CallEnd | null
+  /** The tools the model called instead of answering (its text is said with the calls); empty for an answer. */
+  toolCalls: ToolCall[]
 }
 
 /**
@@ -47,7 +52,10 @@ function validated(output: OutputContract, text: string, finish: Finish | null):
 /**
  * One answer: model calls through `caller` until no steer is waiting (each accepted steer ends
  * the segment at the next token and is appended as user input), then validation against the
- * contract and up to `maxRepairs` repair generations with the errors fed back.
+ * contract and up to `maxRepairs` repair generations with the errors fed back. A call that ends
+ * with tool calls ends the answer at once, unvalidated: the run waits for their results (a
+ * waiting steer is applied in the next round). `progress.attempt` goes on counting from where
+ * it is, so each round's deltas have attempts of their own.
  */
 export async function produceAnswer(options: {
   caller: ModelCaller
@@ -63,21 +71,33 @@ export async function produceAnswer(options: {
   let messages = options.messages
   let firstToken = true
   let end = null as CallEnd | null // set by `generate`, which TypeScript does not follow
+  let toolCalls: ToolCall[] = []
+  const firstAttempt = progress.attempt
   // one attempt: model calls until no steer is waiting
   const generate = async () => {
     for (;;) {
       progress.segment = ''
-      const call = await caller.call(messages, (text) => {
-        if (firstToken) {
-          firstToken = false
-          hooks.onFirstToken()
-        }
-        progress.segment += text
-        progress.text += text
-        hooks.coalescer.push(text)
-        return steers?.waiting ?? false
-      })
+      const call = await caller.call(
+        messages,
+        (text) => {
+          if (firstToken) {
+            firstToken = false
+            hooks.onFirstToken()
+          }
+          progress.segment += text
+          progress.text += text
+          hooks.coalescer.push(text)
+          return steers?.waiting ?? false
+        },
+        (toolCall, delta, started) => {
+          // the text before a call goes out before it
+          if (started) hooks.coalescer.flush()
+          hooks.onToolCall(toolCall, delta.arguments, started)
+        },
+      )
       end = call.end
+      toolCalls = call.toolCalls
+      if (toolCalls.length > 0) return
       const applied = steers?.take() ?? []
       if (applied.length === 0 && !call.endedEarly) return
       hooks.coalescer.restart()
@@ -94,8 +114,12 @@ export async function produceAnswer(options: {
   }
   for (;;) {
     progress.text = ''
-    await (progress.attempt === 0 ? generate() : inSpan('promptline.repair', { 'promptline.repair.attempt': progress.attempt }, generate))
+    const repair = progress.attempt - firstAttempt
+    await (repair === 0 ? generate() : inSpan('promptline.repair', { 'promptline.repair.attempt': repair }, generate))
     hooks.coalescer.flush()
+    const attempts = repair + 1
+    if (toolCalls.length > 0)
+      return { text: progress.text, validation: { valid: true, errors: [], parsed: undefined }, attempts, end, toolCalls }
     hooks.onStatus('VALIDATING')
     const validation = inSpanSync('promptline.validate', { 'promptline.output.kind': output.kind }, (span) => {
       const result = validated(output, progress.text, end?.finish ?? null)
@@ -103,8 +127,8 @@ export async function produceAnswer(options: {
       return result
     })
     // a refusal is the model's answer: asking again with the errors would not change its mind
-    const final = validation.valid || progress.attempt >= maxRepairs || end?.finish.reason === 'REFUSAL'
-    if (final) return { text: progress.text, validation, attempts: progress.attempt + 1, end }
+    const final = validation.valid || repair >= maxRepairs || end?.finish.reason === 'REFUSAL'
+    if (final) return { text: progress.text, validation, attempts, end, toolCalls }
     // a repair: the same lease, the answer and what was wrong with it, a fresh permit
     hooks.coalescer.restart()
     progress.attempt++

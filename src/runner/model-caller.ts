@@ -3,11 +3,13 @@ import type { Backend } from '../domain/catalog.js'
 import { CredentialsError, GenerationError, PromptlineError } from '../domain/errors.js'
 import { addUsage, type ChatMessage, type FailoverAttempt, type Finish, type Reasoning, type Usage, usageOf } from '../domain/records.js'
 import { sleep } from '../domain/sleep.js'
+import type { ToolCall } from '../domain/tools.js'
 import { type ModelCallOutcome, startModelCallSpan } from '../domain/tracing.js'
-import type { ModelClient } from '../providers/model-client.js'
+import type { ModelClient, ToolCallDelta } from '../providers/model-client.js'
 import { classifyVendorError, ProviderError } from '../providers/provider-error.js'
 import type { Candidate } from './prepare.js'
 import { loadPricesFor, priceOf } from './pricing.js'
+import { ToolCallAssembler } from './tool-calls.js'
 
 const DEFAULT_RETRY = { maxAttempts: 3, baseDelayMs: 250, maxDelayMs: 10_000 }
 
@@ -57,12 +59,15 @@ export class ModelCaller {
 
   /**
    * One generation. `onDelta` gets each text delta and returns true to end the stream early
-   * (a steer); the result says whether it did, and how the answer ended (null when it was cut).
+   * (a steer); `onToolCall` each tool-call fragment, with the call it belongs to. The result
+   * says whether it ended early, the calls the model made, and how the answer ended (null when
+   * it was cut).
    */
   async call(
     messages: ChatMessage[],
     onDelta: (text: string) => boolean,
-  ): Promise<{ text: string; endedEarly: boolean; end: CallEnd | null }> {
+    onToolCall: (call: ToolCall, delta: ToolCallDelta, started: boolean) => void = () => {},
+  ): Promise<{ text: string; endedEarly: boolean; end: CallEnd | null; toolCalls: ToolCall[] }> {
     const { signal } = this
     let lastError: ProviderError | null = null
     for (let index = this.current; index < this.candidates.length; index++) {
@@ -88,6 +93,7 @@ export class ModelCaller {
         let text = ''
         let deltas = 0
         let endedEarly = false
+        const toolCalls = new ToolCallAssembler()
         try {
           const request = {
             model: candidate.model,
@@ -95,6 +101,7 @@ export class ModelCaller {
             settings: candidate.settings,
             endpoint: candidate.endpoint,
             credential: candidate.credential,
+            tooling: candidate.tooling,
           }
           let reported: Usage | null = null
           let end: CallEnd | null = null
@@ -103,6 +110,13 @@ export class ModelCaller {
               reported = event.usage
               end = { finish: event.finish, reasoning: event.reasoning }
               outcome.finishReason = event.finish.vendorReason ?? undefined
+              continue
+            }
+            if (event.type === 'tool_call') {
+              // a call streamed is content like text: a failure after it is not retried
+              deltas++
+              const { call, started } = toolCalls.add(event)
+              onToolCall(call, event, started)
               continue
             }
             text += event.text
@@ -119,7 +133,7 @@ export class ModelCaller {
           pool.succeeded()
           this.record(candidate, 'SUCCEEDED', null, performance.now() - started, attempt)
           this.current = index
-          return { text, endedEarly, end }
+          return { text, endedEarly, end, toolCalls: endedEarly ? [] : toolCalls.calls() }
         } catch (error) {
           if (signal.aborted) {
             outcome.errorType = 'aborted'

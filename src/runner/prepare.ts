@@ -1,6 +1,6 @@
 import type { Backend, CatalogReader, Profile, Prompt } from '../domain/catalog.js'
 import { type Credential, credentialEnvAllowed, endpointAllowed, resolveCredential, type SecretLookup } from '../domain/credentials.js'
-import type { OutputContract, Role, SettingsLayer } from '../domain/definitions.js'
+import type { OutputContract, SettingsLayer } from '../domain/definitions.js'
 import {
   CredentialsError,
   InvalidRequestError,
@@ -14,16 +14,28 @@ import { compileOutputSchema } from '../domain/output-schema.js'
 import type { ChatMessage, RunRequest } from '../domain/records.js'
 import { type EffectiveSettings, mergeSettings } from '../domain/settings.js'
 import { renderTemplates } from '../domain/template.js'
+import { mergeTooling, pairedHistory, type ToolCall, type Tooling, type ToolLayer, toolLayerOf, undeclaredChoice } from '../domain/tools.js'
 import { unsupportedSetting } from '../providers/capabilities.js'
 
 /** The session history a prompt renders after its system messages. */
 export interface SessionHistory {
   find(tenantId: string, id: string): Promise<{ defaultProfileId: string | null } | null>
-  messages(tenantId: string, sessionId: string): Promise<{ role: string; content: string }[]>
+  messages(
+    tenantId: string,
+    sessionId: string,
+  ): Promise<{ role: string; content: string; toolCalls: ToolCall[]; toolCallId: string | null }[]>
 }
 
 function missingProfile(id: string, promptId: string): never {
   throw new ProfileLoadError(`parallel profile '${id}' of prompt '${promptId}' does not exist`)
+}
+
+/** A stored message as a model receives it. */
+function toChatMessage(m: { role: string; content: string; toolCalls: ToolCall[]; toolCallId: string | null }): ChatMessage {
+  const message: ChatMessage = { role: m.role as ChatMessage['role'], content: m.content }
+  if (m.toolCalls.length > 0) message.toolCalls = m.toolCalls
+  if (m.toolCallId !== null) message.toolCallId = m.toolCallId
+  return message
 }
 
 /** Where and how a profile sends its requests. */
@@ -64,6 +76,8 @@ export function profileTarget(
 export interface Candidate extends ProfileTarget {
   profile: Profile
   backend: Backend
+  /** The tools it offers the model: the profile's, the prompt's and the request's; null when none. */
+  tooling: Tooling | null
 }
 
 /** The cheap half: everything routing and admission need, no rendering, no model. */
@@ -159,7 +173,8 @@ export class PromptPreparer {
 
     // 4.-6. the backend, settings (defaults < backend < profile < request) and credentials, for
     // the profile and each failover candidate (for each parallel profile)
-    const chain = (of: Profile) => this.chain(tenantId, of, overrides, requestEnv)
+    const toolLayers = [prompt?.definition, request.tools]
+    const chain = (of: Profile) => this.chain(tenantId, of, overrides, requestEnv, toolLayers)
     const candidates = await chain(profile)
     const parallel = parallelSpec
       ? await Promise.all(
@@ -167,6 +182,9 @@ export class PromptPreparer {
         )
       : null
     const everyone = parallel ? parallel.flat() : candidates
+    if (parallel && everyone.some((c) => c.tooling)) {
+      throw InvalidRequestError.at('tools', `prompt '${prompt!.id}' runs parallel profiles, which cannot call tools`)
+    }
     if (!everyone.some((c) => c.credential.available)) {
       const missing = everyone.map((c) =>
         c.credential.name ? `${c.credential.name} (profile '${c.profile.id}')` : `a credentialEnv for profile '${c.profile.id}'`,
@@ -202,6 +220,7 @@ export class PromptPreparer {
     profile: Profile,
     overrides: SettingsLayer | null,
     requestEnv: string | null,
+    toolLayers: (ToolLayer | null | undefined)[],
   ): Promise<Candidate[]> {
     const chain: Candidate[] = []
     for (const id of [profile.id, ...(profile.candidates ?? [])]) {
@@ -213,7 +232,10 @@ export class PromptPreparer {
       const target = profileTarget(member, backend, overrides, requestEnv, this.secrets)
       const unsupported = unsupportedSetting(backend.kind, target.settings)
       if (unsupported) throw InvalidRequestError.at('overrides', `profile '${member.id}': ${unsupported}`)
-      chain.push({ profile: member, backend, ...target })
+      const tooling = mergeTooling([toolLayerOf(member), ...toolLayers])
+      const undeclared = tooling && undeclaredChoice(tooling)
+      if (undeclared) throw InvalidRequestError.at('tools.toolChoice', `names tool '${undeclared}', which is not declared`)
+      chain.push({ profile: member, backend, ...target, tooling })
     }
     return chain
   }
@@ -257,13 +279,8 @@ export class PromptPreparer {
 
   /** The admitted rendering after the leading system messages and the history as it is now. */
   async assemble(admitted: AdmittedPrompt): Promise<PreparedPrompt> {
-    const history: ChatMessage[] =
-      admitted.sessionId === null
-        ? []
-        : (await this.sessions.messages(admitted.tenantId, admitted.sessionId)).map((m) => ({
-            role: m.role as Role,
-            content: m.content,
-          }))
+    const stored = admitted.sessionId === null ? [] : await this.sessions.messages(admitted.tenantId, admitted.sessionId)
+    const history = pairedHistory(stored).map(toChatMessage)
     const messages = [...admitted.leading, ...history, ...admitted.turn]
     return { ...admitted, messages, renderedHash: hashValue(messages) }
   }

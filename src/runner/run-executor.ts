@@ -1,11 +1,20 @@
 import type { CapacityPools, Release } from '../capacity/capacity-pool.js'
 import type { Backend } from '../domain/catalog.js'
-import { PromptlineError } from '../domain/errors.js'
-import { addUsage, type QueueEntryRecord, type RunRecord, type TerminalReason, usageOf } from '../domain/records.js'
+import { PromptlineError, ToolTimeoutError } from '../domain/errors.js'
+import {
+  addUsage,
+  type ChatMessage,
+  type QueueEntryRecord,
+  type RunRecord,
+  type TerminalReason,
+  type Usage,
+  usageOf,
+} from '../domain/records.js'
 import { redactSettings } from '../domain/settings.js'
+import { NO_TOOLS } from '../domain/tools.js'
 import { inRunSpan } from '../domain/tracing.js'
 import type { ModelClient } from '../providers/model-client.js'
-import { type AnswerHooks, type AnswerProgress, produceAnswer } from './answer.js'
+import { type Answer, type AnswerHooks, type AnswerProgress, produceAnswer } from './answer.js'
 import { ModelCaller } from './model-caller.js'
 import { alternativeOf, type Branch, type BranchFactory, runParallel } from './parallel.js'
 import type { AdmittedPrompt, Candidate, PromptPreparer } from './prepare.js'
@@ -13,6 +22,7 @@ import type { RecordJournal } from './record-journal.js'
 import { type RunEnding, RunRecorder, type RunRecorderDeps, type Stall } from './run-recorder.js'
 import { SteerInbox } from './steer-inbox.js'
 import { type CoalescerPacing, TokenCoalescer } from './token-coalescer.js'
+import { roundMessages, type SubmittedResult, ToolRounds } from './tool-rounds.js'
 
 /** Why a run was stopped from outside; the abort signal's reason. */
 export class RunStop {
@@ -44,6 +54,10 @@ export interface RunHandle {
   readonly stoppable: boolean
   /** Stops the run unless it is already ending; says whether it did. */
   stop(stop: RunStop): boolean
+  /** Takes results for the round the run waits on, durably; throws ToolResultRejectedError. */
+  submitToolResults(results: SubmittedResult[], idempotencyKey: string | null): Promise<void>
+  /** `listener` is told each time the run starts waiting for tool results. */
+  onWaiting(listener: () => void): void
 }
 
 export interface RunExecutorDeps extends RunRecorderDeps {
@@ -67,22 +81,40 @@ const newProgress = (): AnswerProgress => ({ text: '', segment: '', attempt: 0, 
 export class RunExecutor {
   constructor(private readonly deps: RunExecutorDeps) {}
 
-  /** `entryJournal`: the entry's writes; the run's row is inserted with its claim of the entry, after them. */
-  start(entry: QueueEntryRecord, admitted: AdmittedPrompt | null, entryJournal: RecordJournal): RunHandle {
+  /**
+   * `entryJournal`: the entry's writes; the run's row is inserted with its claim of the entry,
+   * after them. `resumed`: a run that was waiting for tool results when its server stopped; it
+   * goes on waiting here.
+   */
+  start(
+    entry: QueueEntryRecord,
+    admitted: AdmittedPrompt | null,
+    entryJournal: RecordJournal,
+    resumed: RunRecord | null = null,
+  ): RunHandle {
     const controller = new AbortController()
     let ending = false
-    const recorder = new RunRecorder(this.deps, entry, entryJournal, (stall) => {
-      if (!ending && !controller.signal.aborted) controller.abort(STALLS[stall])
-    })
+    const recorder = new RunRecorder(
+      this.deps,
+      entry,
+      entryJournal,
+      (stall) => {
+        if (!ending && !controller.signal.aborted) controller.abort(STALLS[stall])
+      },
+      resumed,
+    )
+    const tools = new ToolRounds(recorder)
     const steers = new SteerInbox()
     let generationStarted!: (started: boolean) => void
     const generating = new Promise<boolean>((resolve) => {
       generationStarted = resolve
     })
     const finished = inRunSpan(recorder.run, async () => {
-      const end = await this.generate(recorder, entry, admitted, controller.signal, steers, () => generationStarted(true))
+      const end = await this.generate(recorder, tools, entry, admitted, controller.signal, steers, () => generationStarted(true))
       ending = true
       generationStarted(false)
+      // shut down while it waited for tool results: it waits on, in the store, for its next owner
+      if (end === null) return recorder.detach()
       return recorder.finish({ ...end, unappliedSteerIds: steers.unapplied() })
     })
     return {
@@ -98,19 +130,25 @@ export class RunExecutor {
         controller.abort(stop)
         return true
       },
+      submitToolResults: (results, key) => tools.submit(results, key),
+      onWaiting: (listener) => recorder.onWaiting(listener),
     }
   }
 
-  /** Everything up to the run's end; decides how it ends, never throws. */
+  /** Everything up to the run's end; decides how it ends (null: it is left waiting for tool results), never throws. */
   private async generate(
     recorder: RunRecorder,
+    tools: ToolRounds,
     entry: QueueEntryRecord,
     admitted: AdmittedPrompt | null,
     signal: AbortSignal,
     steers: SteerInbox,
     onGenerating: () => void,
-  ): Promise<Omit<RunEnding, 'unappliedSteerIds'>> {
+  ): Promise<Omit<RunEnding, 'unappliedSteerIds'> | null> {
     const { run } = recorder
+    // a resumed run waits for its results before it leases anything
+    const resumedWaiting = tools.waiting !== null
+    const carried = resumedWaiting ? carriedOf(run) : null
     const leases = new Map<string, Release>()
     const lease = async (backend: Backend) => {
       if (leases.has(backend.id)) return leases.get(backend.id)!
@@ -119,6 +157,10 @@ export class RunExecutor {
       // a failover that waited for another backend's capacity goes on generating
       if (run.status === 'WAITING_CAPACITY' && run.renderedHash !== null) recorder.advance('GENERATING', true)
       return release
+    }
+    const releaseLeases = () => {
+      for (const release of leases.values()) release()
+      leases.clear()
     }
     const branches: Branch[] = []
     const branch: BranchFactory = (chain, branchSignal, candidateTag, judge = false) => {
@@ -146,8 +188,14 @@ export class RunExecutor {
       onSteerApplied: (steerId) => recorder.publish({ type: 'STEER_APPLIED', steerId }),
       // the candidates of a parallel prompt validate and repair each on its own: the run stays GENERATING
       onStatus: (status) => reportsStatus && recorder.advance(status, status === 'REPAIRING'),
+      onToolCall: (call, argumentsDelta, started) => {
+        if (started) recorder.publish({ type: 'TOOL_CALL_STARTED', callId: call.callId, name: call.name, round: run.toolRounds.length })
+        if (argumentsDelta !== '') recorder.publish({ type: 'TOOL_CALL_DELTA', callId: call.callId, argumentsDelta })
+      },
     })
     let turn: AdmittedPrompt['turn'] = []
+    // what the run's rounds of tool calls added to the conversation, so far
+    let added: ChatMessage[] = tools.replayed()
     try {
       const resolution = admitted ?? (await this.deps.preparer.admit(run.tenantId, entry.sessionId, entry.request))
       signal.throwIfAborted()
@@ -158,13 +206,15 @@ export class RunExecutor {
       const chains = resolution.parallel ?? [resolution.candidates]
       for (const chain of chains) {
         const first = chain.find((c) => c.credential.available)
-        if (first || chains.length === 1) await lease((first ?? chain[0]!).backend)
+        if (!resumedWaiting && (first || chains.length === 1)) await lease((first ?? chain[0]!).backend)
       }
       const prepared = await this.deps.preparer.assemble(resolution)
       signal.throwIfAborted()
       turn = prepared.turn
-      run.renderedHash = prepared.renderedHash
-      recorder.advance('GENERATING', true)
+      if (!resumedWaiting) {
+        run.renderedHash = prepared.renderedHash
+        recorder.advance('GENERATING', true)
+      }
       onGenerating()
 
       const maxRepairs = prepared.prompt?.definition.maxRepairs ?? 0
@@ -185,31 +235,65 @@ export class RunExecutor {
         })
       } else {
         selected = branch(resolution.candidates, signal, null)
-        const { messages, output } = prepared
+        const { output } = prepared
         const { caller, progress } = selected
-        selected.answer = await produceAnswer({ caller, messages, output, maxRepairs, steers, progress, hooks: hooks(selected, true) })
+        let before = usageOf()
+        // a resumed run's rounds go on with attempts after the waiting round's
+        progress.attempt = tools.waiting?.attempt ?? 0
+        for (;;) {
+          if (tools.waiting) {
+            releaseLeases() // a run waiting for tool results holds no capacity
+            added = [...added, ...(await tools.results(signal))]
+            recorder.resumeGenerating()
+            // steers that came while it waited go with the results
+            for (const steer of steers.take()) {
+              added.push({ role: 'user', content: steer.text })
+              recorder.publish({ type: 'STEER_APPLIED', steerId: steer.steerId })
+            }
+            progress.attempt++
+          }
+          const messages = [...prepared.messages, ...added]
+          const answer = await produceAnswer({ caller, messages, output, maxRepairs, steers, progress, hooks: hooks(selected, true) })
+          if (answer.toolCalls.length === 0) {
+            selected.answer = answer
+            break
+          }
+          recordFinish(run, answer)
+          const preamble = progress.transcript.splice(0)
+          added = [...added, ...preamble]
+          const usage = difference(caller.usage, before)
+          before = { ...caller.usage }
+          // the row written with the round shows what the run used so far
+          tally(run, answer.text, branches, carried)
+          await tools.open(answer, { preamble, usage, attempt: progress.attempt }, caller.candidate.tooling ?? NO_TOOLS)
+        }
         selected.status = 'COMPLETED'
       }
       const answer = selected.answer!
       follow(run, selected.caller.candidate)
+      recordFinish(run, answer)
       Object.assign(run, {
-        finishReason: answer.end?.finish.reason ?? null,
-        vendorFinishReason: answer.end?.finish.vendorReason ?? null,
-        refusal: answer.end?.finish.refusal ?? null,
-        reasoning: answer.end?.reasoning ?? null,
         parsedOutput: answer.validation.parsed ?? null,
         validation: { valid: answer.validation.valid, errors: answer.validation.errors, attempts: answer.attempts },
         alternatives: branches.filter((b) => b !== selected && !b.judge).map(alternativeOf),
       } satisfies Partial<RunRecord>)
-      tally(run, answer.text, branches)
-      const transcript = [...turn, ...selected.progress.transcript, { role: 'assistant' as const, content: selected.progress.segment }]
+      tally(run, answer.text, branches, carried)
+      const transcript = [
+        ...turn,
+        ...added,
+        ...selected.progress.transcript,
+        { role: 'assistant' as const, content: selected.progress.segment },
+      ]
       return { status: 'COMPLETED', terminalReason: 'COMPLETED', errorCode: null, errorMessage: null, transcript, history: 'ALL' }
     } catch (error) {
       const lead = branches[0]
-      tally(run, lead?.progress.text ?? '', branches)
+      tally(run, lead?.progress.text ?? '', branches, carried)
       if (error instanceof RunStop) {
+        if (error.reason === 'SHUTDOWN' && tools.waiting) return null
         const partial = lead && lead.progress.segment !== '' ? [{ role: 'assistant' as const, content: lead.progress.segment }] : []
-        const transcript = [...turn, ...(lead?.progress.transcript ?? []), ...partial]
+        // stopped while it waited: its turn ends with the calls (a replay leaves out those without a result)
+        const last = tools.waiting ? roundMessages(tools.waiting) : [...(lead?.progress.transcript ?? []), ...partial]
+        const transcript = [...turn, ...added, ...last]
         const history = error.keepTurn ? 'INTERRUPT' : 'NONE'
         return {
           status: 'ABORTED',
@@ -224,7 +308,7 @@ export class RunExecutor {
       if (!known) recorder.logger.error('run failed unexpectedly', { error: (error as Error)?.message })
       return {
         status: 'FAILED',
-        terminalReason: 'ERROR',
+        terminalReason: error instanceof ToolTimeoutError ? 'TOOL_TIMEOUT' : 'ERROR',
         errorCode: known ? error.code : 'INTERNAL',
         errorMessage: known ? error.message : 'the run failed unexpectedly',
         transcript: [],
@@ -232,9 +316,44 @@ export class RunExecutor {
       }
     } finally {
       for (const b of branches) b.coalescer.close()
-      for (const release of leases.values()) release()
+      releaseLeases()
     }
   }
+}
+
+/** How the model's last answer (or its round of calls) ended, on the run. */
+function recordFinish(run: RunRecord, answer: Answer): void {
+  Object.assign(run, {
+    finishReason: answer.end?.finish.reason ?? null,
+    vendorFinishReason: answer.end?.finish.vendorReason ?? null,
+    refusal: answer.end?.finish.refusal ?? null,
+    reasoning: answer.end?.reasoning ?? null,
+  } satisfies Partial<RunRecord>)
+}
+
+/** What a run resumed after a restart had used before it: its later calls add to it. */
+interface Carried {
+  usage: Usage
+  cost: number | null
+  attempts: RunRecord['failoverAttempts']
+  priceTable: string | null
+}
+
+const carriedOf = (run: RunRecord): Carried => ({
+  usage: run.usage ?? usageOf(),
+  cost: run.costUsd,
+  attempts: run.failoverAttempts,
+  priceTable: run.priceTable,
+})
+
+function difference(total: Usage, before: Usage): Usage {
+  return usageOf({
+    inputTokens: total.inputTokens - before.inputTokens,
+    outputTokens: total.outputTokens - before.outputTokens,
+    cacheReadTokens: total.cacheReadTokens - before.cacheReadTokens,
+    cacheWriteTokens: total.cacheWriteTokens - before.cacheWriteTokens,
+    reasoningTokens: total.reasoningTokens - before.reasoningTokens,
+  })
 }
 
 /** The run reports the profile that answered (after a failover, or a parallel selection). */
@@ -247,17 +366,22 @@ function follow(run: RunRecord, candidate: Candidate): void {
   })
 }
 
-/** Output, usage, cost and attempts of every branch, on the run. */
-function tally(run: RunRecord, output: string, branches: Branch[]): void {
+/** Output, usage, cost and attempts of every branch (and of the run before a restart), on the run. */
+function tally(run: RunRecord, output: string, branches: Branch[], carried: Carried | null): void {
   run.output = output
   run.usage = usageOf()
-  run.costUsd = branches.length === 0 ? null : 0
+  run.costUsd = branches.length === 0 && !carried ? null : 0
   const tables = new Set<string>()
+  if (carried) {
+    addUsage(run.usage, carried.usage)
+    run.costUsd = carried.cost
+    for (const table of carried.priceTable?.split(', ') ?? []) tables.add(table)
+  }
   for (const b of branches) {
     addUsage(run.usage, b.caller.usage)
     run.costUsd = run.costUsd === null || b.caller.cost === null ? null : run.costUsd + b.caller.cost
     for (const table of b.caller.priceTables) tables.add(table)
   }
   run.priceTable = run.costUsd === null || tables.size === 0 ? null : [...tables].sort().join(', ')
-  run.failoverAttempts = branches.flatMap((b) => b.caller.attempts)
+  run.failoverAttempts = [...(carried?.attempts ?? []), ...branches.flatMap((b) => b.caller.attempts)]
 }

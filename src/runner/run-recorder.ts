@@ -4,6 +4,7 @@ import { advanceEntry, advanceRun, entryStatusOf, isTerminalEntry } from '../dom
 import type { Logger } from '../domain/logger.js'
 import type { Metrics } from '../domain/metrics.js'
 import type { ChatMessage, MessageRecord, QueueEntryRecord, RunRecord, RunStatus, TerminalReason } from '../domain/records.js'
+import type { ToolRound } from '../domain/tools.js'
 import { inSpan } from '../domain/tracing.js'
 import type { SessionEventBus } from '../events/event-bus.js'
 import type { RunLedger } from '../store/run-ledger.js'
@@ -57,6 +58,9 @@ export class RunRecorder {
   private readonly journal: RecordJournal
   private readonly onWriteError = (error: unknown) => this.logger.error('a run write failed', { error: (error as Error).message })
   private lastProgress = Date.now()
+  /** While the run waits for tool results, it is not expected to make progress. */
+  private awaitingResults = false
+  private readonly waitingListeners: (() => void)[] = []
   private openCalls = 0
   /** The row as last written (JSON), so a save with nothing new costs no statement. */
   private written = ''
@@ -67,44 +71,72 @@ export class RunRecorder {
     /** The entry's journal: the run's row is inserted by a claim of the entry queued there, after its earlier writes. */
     entryJournal: RecordJournal,
     onStall: (stall: Stall) => void,
+    /** A run resumed after a restart (waiting for tool results): its row exists, nothing is inserted. */
+    resumed: RunRecord | null = null,
   ) {
-    this.run = {
-      id: randomUUID(),
-      tenantId: entry.tenantId,
-      sessionId: entry.sessionId,
-      queueId: entry.queueId,
-      status: 'PREPARING',
-      promptId: entry.request.promptId,
-      promptVersion: null,
-      profileId: null,
-      backendId: null,
-      model: null,
-      definitionHash: null,
-      renderedHash: null,
-      settings: {},
-      output: null,
-      parsedOutput: null,
-      validation: null,
-      failoverAttempts: [],
-      alternatives: [],
-      usage: null,
-      costUsd: null,
-      priceTable: null,
-      startedAt: now(),
-      firstTokenAt: null,
-      finishedAt: null,
-      heartbeatAt: now(),
-      inFlightSince: null,
-      errorCode: null,
-      errorMessage: null,
-      terminalReason: null,
-      finishReason: null,
-      vendorFinishReason: null,
-      refusal: null,
-      reasoning: null,
-    }
+    this.run = resumed
+      ? { ...resumed, heartbeatAt: now() }
+      : {
+          id: randomUUID(),
+          tenantId: entry.tenantId,
+          sessionId: entry.sessionId,
+          queueId: entry.queueId,
+          status: 'PREPARING',
+          promptId: entry.request.promptId,
+          promptVersion: null,
+          profileId: null,
+          backendId: null,
+          model: null,
+          definitionHash: null,
+          renderedHash: null,
+          settings: {},
+          output: null,
+          parsedOutput: null,
+          validation: null,
+          failoverAttempts: [],
+          alternatives: [],
+          usage: null,
+          costUsd: null,
+          priceTable: null,
+          startedAt: now(),
+          firstTokenAt: null,
+          finishedAt: null,
+          heartbeatAt: now(),
+          inFlightSince: null,
+          errorCode: null,
+          errorMessage: null,
+          terminalReason: null,
+          finishReason: null,
+          vendorFinishReason: null,
+          refusal: null,
+          reasoning: null,
+          toolRounds: [],
+        }
     const { run } = this
     this.logger = deps.logger.child({ tenantId: run.tenantId, sessionId: run.sessionId, queueId: entry.queueId, runId: run.id })
+    this.awaitingResults = run.status === 'REQUIRES_ACTION'
+    this.journal = resumed
+      ? new RecordJournal(
+          this.onWriteError,
+          entryJournal.write(async () => {}),
+        )
+      : this.claim(entryJournal)
+    this.heartbeat = setInterval(() => {
+      const at = new Date()
+      run.heartbeatAt = at.toISOString()
+      const progressed = new Date(this.lastProgress)
+      this.journal
+        .write(async () => {
+          if (!(await deps.runs.heartbeat(run.id, at, progressed))) onStall('STALE')
+        })
+        .catch(this.onWriteError)
+      if (!this.awaitingResults && at.getTime() - this.lastProgress > deps.noProgressMs) onStall('NO_PROGRESS')
+    }, deps.heartbeatMs)
+  }
+
+  /** A new run's journal, whose first write inserts its row with the claim of its entry. */
+  private claim(entryJournal: RecordJournal): RecordJournal {
+    const { run, entry, deps } = this
     entry.runId = run.id
     const claimed = { ...entry }
     // numbered now, so they come before anything the run publishes; written with the claim, in
@@ -125,22 +157,11 @@ export class RunRecorder {
       }),
     )
     claim.catch(this.onWriteError)
-    this.journal = new RecordJournal(this.onWriteError, claim)
-    this.heartbeat = setInterval(() => {
-      const at = new Date()
-      run.heartbeatAt = at.toISOString()
-      const progressed = new Date(this.lastProgress)
-      this.journal
-        .write(async () => {
-          if (!(await deps.runs.heartbeat(run.id, at, progressed))) onStall('STALE')
-        })
-        .catch(this.onWriteError)
-      if (at.getTime() - this.lastProgress > deps.noProgressMs) onStall('NO_PROGRESS')
-    }, deps.heartbeatMs)
+    return new RecordJournal(this.onWriteError, claim)
   }
 
   publish(data: SessionEventData): void {
-    if (data.type === 'TOKEN_DELTA' || data.type === 'STEER_APPLIED') this.lastProgress = Date.now()
+    if (data.type === 'TOKEN_DELTA' || data.type === 'TOOL_CALL_DELTA' || data.type === 'STEER_APPLIED') this.lastProgress = Date.now()
     this.deps.bus.publish(this.run.tenantId, this.run.sessionId!, this.run.id, data)
   }
 
@@ -170,11 +191,54 @@ export class RunRecorder {
     })
   }
 
+  /** Writes the whole row now; resolves once it is durable (what a client is told rests on it). */
+  private async saveNow(): Promise<void> {
+    await this.journal.write(async () => {
+      const snapshot = { ...this.run }
+      await this.deps.runs.update(snapshot)
+      this.written = JSON.stringify(snapshot)
+    })
+  }
+
+  /** The model called tools: the run waits for their results, its round written before it is announced. */
+  async requireAction(round: ToolRound): Promise<void> {
+    this.advance('REQUIRES_ACTION')
+    this.awaitingResults = true
+    await this.saveNow()
+    this.publish({ type: 'TOOL_CALLS_REQUESTED', round: this.run.toolRounds.length - 1, calls: round.calls })
+    for (const listener of this.waitingListeners) listener()
+  }
+
+  /** `listener` is told each time the run starts waiting for tool results. */
+  onWaiting(listener: () => void): void {
+    this.waitingListeners.push(listener)
+  }
+
+  /** Results were added to the waiting round: written before they are acknowledged. */
+  recordResults(): Promise<void> {
+    return this.saveNow()
+  }
+
+  /** Every result is in: the run generates again, and is expected to make progress. */
+  resumeGenerating(): void {
+    this.awaitingResults = false
+    this.lastProgress = Date.now()
+    this.advance('GENERATING', true)
+  }
+
   /** Moves the run through its state machine; `save` writes the new status at once. A repair is progress. */
   advance(status: RunStatus, save = false): void {
     advanceRun(this.run, status)
     if (status === 'REPAIRING') this.lastProgress = Date.now()
     if (save) this.save()
+  }
+
+  /** Lets go of a run left waiting for tool results (its server shuts down): its row stays as written. */
+  async detach(): Promise<RunRecord> {
+    clearInterval(this.heartbeat)
+    await this.journal.close()
+    this.logger.info('run left waiting for tool results', { round: this.run.toolRounds.length })
+    return { ...this.run }
   }
 
   /**
@@ -247,7 +311,14 @@ export class RunRecorder {
     return this.deps.sessions.turn(
       run.tenantId,
       run.sessionId!,
-      transcript.map((m, i) => ({ ...m, runId: run.id, interrupted: interruptedLast && i === transcript.length - 1 })),
+      transcript.map((m, i) => ({
+        role: m.role,
+        content: m.content,
+        toolCalls: m.toolCalls ?? [],
+        toolCallId: m.toolCallId ?? null,
+        runId: run.id,
+        interrupted: interruptedLast && i === transcript.length - 1,
+      })),
     )
   }
 }

@@ -15,6 +15,7 @@ import {
   SessionBusyError,
   SteerRejectedError,
   SubscriberTooSlowError,
+  ToolResultRejectedError,
 } from '../domain/errors.js'
 import { RATE_LIMIT_WINDOW_MS } from '../domain/limits.js'
 import { builder } from './builder.js'
@@ -41,6 +42,8 @@ export const ErrorCodeEnum = builder.enumType('ErrorCode', {
       'The document is too deep, too long, too costly, or has too many aliases or directives; the message names the limit.',
     STEER_REJECTED: 'The steer was a duplicate or the entry was not running.',
     GENERATION: 'The model call failed (after retries and failover) or its stream was cut.',
+    TOOL_TIMEOUT: 'The run waited longer than its toolTimeoutMs for tool results.',
+    TOOL_RESULT_REJECTED: 'Tool results could not be taken; see ToolResultRejectedError.reason. Nothing was kept.',
     VALIDATION: 'The output contract could not be checked at all.',
     CANCELLED: 'Cancelled or aborted before it finished.',
     UNAUTHENTICATED: 'No valid API key was given.',
@@ -121,6 +124,23 @@ builder.objectType(SteerRejectedError, {
   description: 'The steer was not accepted.',
   interfaces: [ErrorInterface],
   fields: (t) => ({ reason: t.field({ type: SteerRejectionReasonEnum, description: 'Why it was refused.', resolve: (e) => e.reason }) }),
+})
+
+const ToolResultRejectionEnum = builder.enumType('ToolResultRejection', {
+  description: 'Why tool results were not taken.',
+  values: {
+    NOT_WAITING: { description: 'The run is not waiting for tool results (it has moved on, or ended).' },
+    UNKNOWN_CALL: { description: 'A result names a call the run does not wait for.' },
+    ALREADY_ANSWERED: { description: 'A call already has its result (from a submission with another key).' },
+    INVALID: { description: 'The submission itself is wrong: no results, or two for one call.' },
+  },
+})
+
+builder.objectType(ToolResultRejectedError, {
+  name: 'ToolResultRejectedError',
+  description: 'The tool results were not taken; nothing of the submission was kept.',
+  interfaces: [ErrorInterface],
+  fields: (t) => ({ reason: t.field({ type: ToolResultRejectionEnum, description: 'Why they were refused.', resolve: (e) => e.reason }) }),
 })
 
 /** Errors of the resolution phase, returned at admission so a bad prompt is refused at once. */

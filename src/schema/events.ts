@@ -4,6 +4,7 @@ import { describedValues } from './described.js'
 import { QueueEntryRef } from './queue-entry.js'
 import { RunRef } from './run.js'
 import { MessageRef } from './session.js'
+import { ToolCallRef } from './tool.js'
 
 type Of<T extends SessionEventType> = Extract<SessionEvent, { type: T }>
 
@@ -11,6 +12,9 @@ const TYPE_NAMES: Record<SessionEventType, string> = {
   QUEUE_ENTRY: 'QueueEntryEvent',
   RUN_STARTED: 'RunStartedEvent',
   TOKEN_DELTA: 'TokenDeltaEvent',
+  TOOL_CALL_STARTED: 'ToolCallStartedEvent',
+  TOOL_CALL_DELTA: 'ToolCallDeltaEvent',
+  TOOL_CALLS_REQUESTED: 'ToolCallsRequestedEvent',
   STEER_ACCEPTED: 'SteerAcceptedEvent',
   STEER_APPLIED: 'SteerAppliedEvent',
   MESSAGE_CREATED: 'MessageCreatedEvent',
@@ -67,6 +71,37 @@ builder.objectRef<Of<'TOKEN_DELTA'>>('TokenDeltaEvent').implement({
     text: t.exposeString('text', { description: 'The text since the previous delta (several tokens may be merged into one event).' }),
     attempt: t.exposeInt('attempt', { description: '0 for the first generation, 1 for the first repair, …' }),
     candidate: t.exposeID('candidate', { nullable: true, description: 'For a parallel prompt: the profile whose answer this is.' }),
+  }),
+})
+
+builder.objectRef<Of<'TOOL_CALL_STARTED'>>('ToolCallStartedEvent').implement({
+  description: 'The model began a tool call; its arguments follow as ToolCallDeltaEvents.',
+  interfaces: [SessionEventRef],
+  fields: (t) => ({
+    runId: t.id({ description: 'The run whose model called.', resolve: (e) => e.runId! }),
+    callId: t.exposeID('callId', { description: 'The id its result names.' }),
+    name: t.exposeString('name', { description: 'The tool called.' }),
+    round: t.exposeInt('round', { description: "The round's index in Run.toolRounds (0 for the first)." }),
+  }),
+})
+
+builder.objectRef<Of<'TOOL_CALL_DELTA'>>('ToolCallDeltaEvent').implement({
+  description: "Part of a tool call's arguments (JSON text); a call's deltas, joined, are its arguments.",
+  interfaces: [SessionEventRef],
+  fields: (t) => ({
+    runId: t.id({ description: 'The run whose model called.', resolve: (e) => e.runId! }),
+    callId: t.exposeID('callId', { description: 'The call.' }),
+    argumentsDelta: t.exposeString('argumentsDelta', { description: 'The text since the previous delta of the call.' }),
+  }),
+})
+
+builder.objectRef<Of<'TOOL_CALLS_REQUESTED'>>('ToolCallsRequestedEvent').implement({
+  description: 'The run waits for the results of these calls (REQUIRES_ACTION); submit them with submitToolResults.',
+  interfaces: [SessionEventRef],
+  fields: (t) => ({
+    runId: t.id({ description: 'The waiting run.', resolve: (e) => e.runId! }),
+    round: t.exposeInt('round', { description: "The round's index in Run.toolRounds." }),
+    calls: t.field({ type: [ToolCallRef], description: 'The calls, in the order made.', resolve: (e) => e.calls }),
   }),
 })
 

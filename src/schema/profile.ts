@@ -1,11 +1,13 @@
 import type { Profile } from '../domain/catalog.js'
 import type { Credential } from '../domain/credentials.js'
 import { NotFoundError } from '../domain/errors.js'
+import { toolLayerOf } from '../domain/tools.js'
 import type { ProfileInspection } from '../services/catalog-service.js'
 import { BackendRef } from './backend.js'
 import { builder } from './builder.js'
 import { DefinitionSourceEnum } from './prompt.js'
 import { SettingsOverrideInput, settingsJson } from './settings.js'
+import { ToolSettingsRef, toolInputFields } from './tool.js'
 
 const CredentialSourceKindEnum = builder.enumType('CredentialSourceKind', {
   description: 'Where a credential comes from, highest priority first.',
@@ -48,6 +50,11 @@ const ProfileRef = builder.objectRef<Profile>('Profile').implement({
       resolve: (p) => p.credentialEnv ?? null,
     }),
     candidates: t.idList({ description: 'Failover profiles, in priority order.', resolve: (p) => p.candidates ?? [] }),
+    tooling: t.field({
+      type: ToolSettingsRef,
+      description: 'The tools every run of the profile may call (a prompt and a request add theirs), and how.',
+      resolve: (p) => toolLayerOf(p),
+    }),
     updatedAt: t.field({ type: 'DateTime', nullable: true, description: 'Null for catalog profiles.', resolve: (p) => p.updatedAt }),
   }),
 })
@@ -107,6 +114,7 @@ const UpsertProfileInput = builder.inputType('UpsertProfileInput', {
     settings: t.field({ type: SettingsOverrideInput, description: 'The profile settings layer, over the backend.' }),
     credentialEnv: t.string({ description: 'The environment variable that holds the API key.' }),
     candidates: t.idList({ description: 'Failover profiles, in priority order.' }),
+    ...toolInputFields(t),
   }),
 })
 

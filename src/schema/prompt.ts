@@ -1,9 +1,11 @@
 import type { Prompt } from '../domain/catalog.js'
-import type { OutputContract, OutputKind, ParallelSpec, Role } from '../domain/definitions.js'
+import type { OutputContract, OutputKind, ParallelSpec } from '../domain/definitions.js'
 import { NotFoundError } from '../domain/errors.js'
+import type { ChatMessage, MessageRole } from '../domain/records.js'
 import { builder } from './builder.js'
 import { describedValues } from './described.js'
 import { encodeCursor, forwardPage, PAGE_DEFAULT, PAGE_MAX, pageArgs, toConnection } from './paging.js'
+import { ToolCallRef, ToolSettingsRef, toolInputFields } from './tool.js'
 
 export const DefinitionSourceEnum = builder.enumType('DefinitionSource', {
   description: 'Where a definition comes from.',
@@ -16,9 +18,10 @@ export const DefinitionSourceEnum = builder.enumType('DefinitionSource', {
 export const RoleEnum = builder.enumType('Role', {
   description: 'Who says a message.',
   values: {
-    SYSTEM: { value: 'system' as Role, description: 'Instructions to the model; leading system messages go before the history.' },
-    USER: { value: 'user' as Role, description: 'The user: prompts, inputs and steers.' },
-    ASSISTANT: { value: 'assistant' as Role, description: 'The model: its answers.' },
+    SYSTEM: { value: 'system' as MessageRole, description: 'Instructions to the model; leading system messages go before the history.' },
+    USER: { value: 'user' as MessageRole, description: 'The user: prompts, inputs and steers.' },
+    ASSISTANT: { value: 'assistant' as MessageRole, description: 'The model: its answers (and its tool calls).' },
+    TOOL: { value: 'tool' as MessageRole, description: "A tool's result, in a conversation (not a template role)." },
   },
 })
 
@@ -31,11 +34,17 @@ const OutputKindEnum = builder.enumType('OutputKind', {
   }),
 })
 
-export const ChatMessageRef = builder.objectRef<{ role: Role; content: string }>('ChatMessage').implement({
+export const ChatMessageRef = builder.objectRef<ChatMessage>('ChatMessage').implement({
   description: 'One message: a template in a prompt, or a rendered message sent to a model.',
   fields: (t) => ({
     role: t.field({ type: RoleEnum, description: 'Who says it.', resolve: (m) => m.role }),
     content: t.exposeString('content', { description: 'The template or the rendered text.' }),
+    toolCalls: t.field({
+      type: [ToolCallRef],
+      description: "An assistant message's tool calls; empty otherwise.",
+      resolve: (m) => m.toolCalls ?? [],
+    }),
+    toolCallId: t.id({ nullable: true, description: 'A TOOL message: the call it answers.', resolve: (m) => m.toolCallId ?? null }),
   }),
 })
 
@@ -93,6 +102,11 @@ const PromptRef = builder.objectRef<Prompt>('Prompt').implement({
       nullable: true,
       description: 'Set when several profiles answer at once; null otherwise.',
       resolve: (p) => p.definition.parallel ?? null,
+    }),
+    tooling: t.field({
+      type: ToolSettingsRef,
+      description: 'The tools its runs may call (with those of the profile and the request), and how.',
+      resolve: (p) => p.definition,
     }),
     updatedAt: t.field({ type: 'DateTime', description: 'When this version was saved.', resolve: (p) => p.updatedAt }),
   }),
@@ -178,6 +192,7 @@ const UpsertPromptInput = builder.inputType('UpsertPromptInput', {
     output: t.field({ type: OutputContractInput, description: 'Defaults to TEXT.' }),
     maxRepairs: t.int({ description: '0 to 10; default 0.' }),
     parallel: t.field({ type: ParallelInput, description: 'Run several profiles at once and select one answer.' }),
+    ...toolInputFields(t),
   }),
 })
 

@@ -1,4 +1,4 @@
-import { NotFoundError } from '../domain/errors.js'
+import { InvalidRequestError, NotFoundError, ToolResultRejectedError } from '../domain/errors.js'
 import type { Alternative, FailoverAttempt, OutputValidation, RunFilter, RunRecord, RunStatus, TerminalReason } from '../domain/records.js'
 import { builder } from './builder.js'
 import type { Context } from './context.js'
@@ -7,15 +7,18 @@ import { ErrorCodeEnum } from './errors.js'
 import { FinishReasonEnum } from './finish-reason.js'
 import { encodeCursor, forwardPage, pageArgs, toConnection } from './paging.js'
 import { ReasoningRef } from './reasoning.js'
+import { PendingToolCallRef, pendingToolCalls, SubmitToolResultsInput, ToolRoundRef } from './tool.js'
 import { UsageRef } from './usage.js'
 
 const RunStatusEnum = builder.enumType('RunStatus', {
   description:
-    'Where a run is in its lifecycle: PREPARING → WAITING_CAPACITY → GENERATING → VALIDATING (→ REPAIRING → GENERATING …) → COMPLETED | FAILED | ABORTED.',
+    'Where a run is in its lifecycle: PREPARING → WAITING_CAPACITY → GENERATING (→ REQUIRES_ACTION → GENERATING …) → VALIDATING (→ REPAIRING → GENERATING …) → COMPLETED | FAILED | ABORTED.',
   values: describedValues<RunStatus>({
     PREPARING: 'Resolving the prompt, profile, settings and credentials.',
     WAITING_CAPACITY: "Waiting in line for the backend's capacity.",
     GENERATING: 'The model is streaming its answer.',
+    REQUIRES_ACTION:
+      'The model called tools: the run waits for their results (submitToolResults), holding its session but no backend capacity; see pendingToolCalls.',
     VALIDATING: "The answer is checked against the prompt's output contract.",
     REPAIRING: 'The answer was invalid; a repair generation is being prepared.',
     COMPLETED: 'Finished with an answer (see validation for whether it met the contract).',
@@ -35,6 +38,7 @@ const TerminalReasonEnum = builder.enumType('TerminalReason', {
     INTERRUPTED: 'The server stopped (crashed or was killed) while it ran; events after the last one written are lost.',
     STALE: 'Its heartbeat stopped (its server died or hung) and a reaper ended it.',
     NO_PROGRESS: 'It went on heartbeating but made no progress (no token, steer or repair) for too long, so it was stopped.',
+    TOOL_TIMEOUT: 'It waited longer than its toolTimeoutMs for tool results, and failed.',
   }),
 })
 
@@ -229,6 +233,16 @@ export const RunRef = builder.objectRef<RunRecord>('Run').implement({
       description: "The thinking of the selected answer's last model call, where the vendor sent it (not in the run.finished webhook).",
       resolve: (r) => r.reasoning,
     }),
+    pendingToolCalls: t.field({
+      type: [PendingToolCallRef],
+      description: 'The calls the run waits for results of: empty unless it is REQUIRES_ACTION.',
+      resolve: pendingToolCalls,
+    }),
+    toolRounds: t.field({
+      type: [ToolRoundRef],
+      description: 'Its rounds of tool calls, oldest first, with their results; the last one is pending while REQUIRES_ACTION.',
+      resolve: (r) => r.toolRounds,
+    }),
     refusal: t.exposeString('refusal', {
       nullable: true,
       description:
@@ -287,5 +301,27 @@ builder.mutationField('abortRun', (t) =>
       reason: t.arg.string({ description: 'Recorded as the error message.' }),
     },
     resolve: (_root, { runId, reason }, ctx) => ctx.services.runs.abortRun(ctx.tenantId, String(runId), reason ?? null),
+  }),
+)
+
+const SubmitToolResultsPayload = builder.objectRef<{ run: RunRecord }>('SubmitToolResultsPayload').implement({
+  description: 'The answer to submitToolResults.',
+  fields: (t) => ({
+    run: t.field({
+      type: RunRef,
+      description: 'The run with the results taken: still REQUIRES_ACTION while calls are pending, else GENERATING on.',
+      resolve: (p) => p.run,
+    }),
+  }),
+})
+
+builder.mutationField('submitToolResults', (t) =>
+  t.field({
+    type: SubmitToolResultsPayload,
+    description:
+      "Gives a run waiting for tool results some or all of them; answers once they are durable. When every call of the round has a result, the same run goes on with the model's next round, wherever its session is held, also after a restart.",
+    errors: { types: [ToolResultRejectedError, InvalidRequestError, NotFoundError] },
+    args: { input: t.arg({ type: SubmitToolResultsInput, required: true, description: 'The run and its results.' }) },
+    resolve: async (_root, { input }, ctx) => ({ run: await ctx.services.runs.submitToolResults(ctx.tenantId, input) }),
   }),
 )

@@ -6,6 +6,7 @@ import { encodeCursor, forwardPage, pageArgs, toConnection } from './paging.js'
 import { RoleEnum } from './prompt.js'
 import { QueueEntryRef } from './queue-entry.js'
 import { RunConnection, resolveRunConnection } from './run.js'
+import { ToolCallRef } from './tool.js'
 import { UsageRef } from './usage.js'
 
 const SessionStatusEnum = builder.enumType('SessionStatus', {
@@ -24,6 +25,12 @@ export const MessageRef = builder.objectRef<MessageRecord>('Message').implement(
     position: t.exposeInt('position', { description: '1 for the first message of the session, then increasing by one.' }),
     role: t.field({ type: RoleEnum, description: 'Who says it.', resolve: (m) => m.role }),
     content: t.exposeString('content', { description: 'The text.' }),
+    toolCalls: t.field({
+      type: [ToolCallRef],
+      description: "An assistant message's tool calls; empty otherwise.",
+      resolve: (m) => m.toolCalls,
+    }),
+    toolCallId: t.exposeID('toolCallId', { nullable: true, description: 'A TOOL message: the call it answers.' }),
     runId: t.exposeID('runId', { nullable: true, description: 'The run that added it.' }),
     interrupted: t.exposeBoolean('interrupted', { description: 'A partial answer cut short by an INTERRUPT.' }),
     createdAt: t.field({ type: 'DateTime', description: 'When it was added.', resolve: (m) => m.createdAt }),

@@ -1,6 +1,7 @@
 import type { SettingsLayer } from '../domain/definitions.js'
 import { type EffectiveSettings, redactSettings } from '../domain/settings.js'
 import { type BuilderTypes, builder } from './builder.js'
+import { toolInputFields } from './tool.js'
 
 export const SettingsOverrideInput = builder.inputType('SettingsOverrideInput', {
   description: 'One layer of generation settings. An absent or null field inherits the lower layer; 0 is a value.',
@@ -35,5 +36,6 @@ export function runRequestFields(t: PothosSchemaTypes.InputFieldBuilder<BuilderT
     profileId: t.id({ description: "Overrides the prompt's (or the session's) default profile." }),
     overrides: t.field({ type: SettingsOverrideInput, description: 'The request settings layer, on top of backend and profile.' }),
     credentialEnv: t.string({ description: "An environment variable to take the API key from, over the profile's." }),
+    ...toolInputFields(t),
   }
 }

@@ -11,6 +11,7 @@ import type { WebhookDelivery, WebhookSigners } from '../domain/webhooks.js'
 import type { SessionEventBus } from '../events/event-bus.js'
 import type { PromptQueue } from '../queue/prompt-queue.js'
 import type { PreparedPrompt, PromptPreparer } from '../runner/prepare.js'
+import type { SubmittedResult } from '../runner/tool-rounds.js'
 import type { Store } from '../store/store.js'
 import type { BudgetGuard } from './budget-guard.js'
 import type { SessionRouter } from './session-router.js'
@@ -18,6 +19,15 @@ import type { SessionService } from './session-service.js'
 
 /** Ids the server made (queue entries, runs): opaque, bounded. */
 const recordIdSchema = z.string().min(1).max(128)
+
+const toolResultsSchema = z.strictObject({
+  runId: recordIdSchema,
+  results: z
+    .array(z.strictObject({ callId: z.string().min(1).max(64), output: z.string().max(MAX_TEXT), isError: z.boolean().nullish() }))
+    .min(1)
+    .max(128),
+  idempotencyKey: z.string().min(1).max(256).nullish(),
+})
 
 const steerSchema = z.strictObject({
   sessionId: idSchema,
@@ -48,6 +58,9 @@ export class RunService {
     router.handle('cancel', (t: string, s: string, q: string) => this.queue.cancel(t, s, q))
     router.handle('steer', (t: string, s: string, q: string, id: string, text: string) => this.queue.steer(t, s, q, id, text))
     router.handle('abortRun', (t: string, runId: string, why: string | null) => this.queue.abortRun(t, runId, why))
+    router.handle('submitToolResults', (t: string, runId: string, results: SubmittedResult[], key: string | null) =>
+      this.queue.submitToolResults(t, runId, results, key),
+    )
     router.handle('queueEntry', (t: string, s: string, q: string) => this.queue.entry(t, s, q))
     router.handle('run', (t: string, id: string) => this.queue.run(t, id))
     router.handle('unwrittenEvents', async (t: string, s: string, after: number) => bus.unwrittenAfter(t, s, after))
@@ -153,6 +166,16 @@ export class RunService {
     const sessionId = this.queue.isRunning(id) ? null : (await this.store.runs.find(tenantId, id))?.sessionId
     if (!sessionId) return this.queue.abortRun(tenantId, id, why)
     return this.router.call(tenantId, sessionId, 'abortRun', [tenantId, id, why])
+  }
+
+  /** Gives a waiting run its tool results, at whichever instance holds its session; answers once they are durable. */
+  async submitToolResults(tenantId: string, input: unknown): Promise<RunRecord> {
+    const { runId, results, idempotencyKey } = parseInput(toolResultsSchema, input, 'input')
+    const taken = results.map((r) => ({ callId: r.callId, output: r.output, isError: r.isError ?? false }))
+    const key = idempotencyKey ?? null
+    const sessionId = this.queue.isRunning(runId) ? null : (await this.store.runs.find(tenantId, runId))?.sessionId
+    if (!sessionId) return this.queue.submitToolResults(tenantId, runId, taken, key)
+    return this.router.call(tenantId, sessionId, 'submitToolResults', [tenantId, runId, taken, key])
   }
 
   async queueEntry(tenantId: string, sessionId: string, queueId: string): Promise<QueueEntryView | null> {

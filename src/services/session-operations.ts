@@ -1,6 +1,7 @@
 import type { SessionEvent } from '../domain/events.js'
 import type { MessageRecord, QueueEntryRecord, QueueEntryView, RunRecord, SessionStatus, WhenBusy } from '../domain/records.js'
 import type { AdmissionInput } from '../domain/run-request.js'
+import type { SubmittedResult } from '../runner/tool-rounds.js'
 
 /**
  * The use cases that run at a session's owner, each with the arguments and the answer that cross
@@ -20,6 +21,7 @@ export interface SessionOperations {
   cancel(tenantId: string, sessionId: string, queueId: string): Promise<{ cancelled: boolean; entry: QueueEntryRecord }>
   steer(tenantId: string, sessionId: string, queueId: string, steerId: string, text: string): Promise<{ runId: string }>
   abortRun(tenantId: string, runId: string, reason: string | null): Promise<{ aborted: boolean; run: RunRecord }>
+  submitToolResults(tenantId: string, runId: string, results: SubmittedResult[], idempotencyKey: string | null): Promise<RunRecord>
   queueEntry(tenantId: string, sessionId: string, queueId: string): Promise<QueueEntryView | null>
   run(tenantId: string, runId: string): Promise<RunRecord | null>
   unwrittenEvents(tenantId: string, sessionId: string, afterSequence: number): Promise<SessionEvent[]>

@@ -4,6 +4,7 @@ import type { MessageRecord, QueueEntryRecord, RunRecord } from '../domain/recor
 import { runFinishedDelivery } from '../domain/webhooks.js'
 import type { Db } from './database.js'
 import type { EventStore } from './event-store.js'
+import { nullableJson } from './json-columns.js'
 import { entryData } from './queue-store.js'
 import { liveRun, runData } from './run-store.js'
 import { deliveryRow, type WebhookStore } from './webhook-store.js'
@@ -84,8 +85,11 @@ export class RunLedger {
       }
       if (end.entry) await tx.queueEntry.updateMany({ where: { id: end.entry.queueId }, data: entryData(end.entry) })
       // one typed insert a message: a turn has one or two, and a plan of Prisma's createMany is never cached
-      for (const m of end.messages)
-        await tx.message.create({ data: { ...m, tenantId: end.run.tenantId, createdAt: new Date(m.createdAt) }, select: { id: true } })
+      for (const m of end.messages) {
+        const toolCalls = nullableJson(m.toolCalls.length === 0 ? null : m.toolCalls)
+        const data = { ...m, toolCalls, tenantId: end.run.tenantId, createdAt: new Date(m.createdAt) }
+        await tx.message.create({ data, select: { id: true } })
+      }
       await this.events.append([...end.earlier, ...end.events], tx)
       if (delivery) await tx.webhookDelivery.create({ data: delivery, select: { id: true } })
       return true

@@ -13,6 +13,7 @@ import type {
   TerminalReason,
   Usage,
 } from '../domain/records.js'
+import type { ToolRound } from '../domain/tools.js'
 import type { Db } from './database.js'
 import { jsonValue, nullableJson } from './json-columns.js'
 
@@ -54,6 +55,7 @@ const select = {
   vendorFinishReason: true,
   refusal: true,
   reasoning: true,
+  toolRounds: true,
 } satisfies Prisma.RunSelect
 
 type Row = Prisma.RunGetPayload<{ select: typeof select }>
@@ -71,6 +73,7 @@ function toRecord(row: Row): RunRecord {
     failoverAttempts,
     alternatives,
     reasoning,
+    toolRounds,
     ...rest
   } = row
   return {
@@ -79,6 +82,7 @@ function toRecord(row: Row): RunRecord {
     failoverAttempts: (failoverAttempts as FailoverAttempt[] | null) ?? [],
     alternatives: (alternatives as Alternative[] | null) ?? [],
     reasoning: reasoning as Reasoning | null,
+    toolRounds: (toolRounds as ToolRound[] | null) ?? [],
     status: row.status as RunStatus,
     terminalReason: row.terminalReason as TerminalReason | null,
     finishReason: row.finishReason as FinishReason | null,
@@ -138,6 +142,7 @@ export function runData(run: RunRecord) {
     vendorFinishReason: run.vendorFinishReason,
     refusal: run.refusal,
     reasoning: nullableJson(run.reasoning),
+    toolRounds: nullableJson(run.toolRounds.length === 0 ? null : run.toolRounds),
   } satisfies Prisma.RunUpdateManyMutationInput
 }
 
@@ -189,6 +194,8 @@ export class RunStore {
       where: {
         status: { notIn: [...TERMINAL_RUN_STATUSES] },
         OR: [{ inFlightSince: null, heartbeatAt: { lt: staleBefore } }, { heartbeatAt: { lt: inFlightStaleBefore } }],
+        // a session's run waiting for tool results outlives its server: whoever takes the session resumes it
+        NOT: { status: 'REQUIRES_ACTION', sessionId: { not: null } },
       },
       orderBy: { heartbeatAt: 'asc' },
       take,

@@ -1,5 +1,6 @@
 import type { Prisma } from '@db/client'
 import type { MessageRecord, SessionRecord } from '../domain/records.js'
+import type { ToolCall } from '../domain/tools.js'
 import type { Db } from './database.js'
 import { nullableJson } from './json-columns.js'
 
@@ -28,6 +29,8 @@ const messageSelect = {
   position: true,
   role: true,
   content: true,
+  toolCalls: true,
+  toolCallId: true,
   runId: true,
   interrupted: true,
   createdAt: true,
@@ -108,7 +111,12 @@ export class SessionStore {
   /** The conversation so far, oldest first. */
   async messages(tenantId: string, sessionId: string): Promise<MessageRecord[]> {
     const rows = await this.db.message.findMany({ where: { tenantId, sessionId }, orderBy: { position: 'asc' }, select: messageSelect })
-    return rows.map((m) => ({ ...m, role: m.role as MessageRecord['role'], createdAt: m.createdAt.toISOString() }))
+    return rows.map((m) => ({
+      ...m,
+      role: m.role as MessageRecord['role'],
+      toolCalls: (m.toolCalls as ToolCall[] | null) ?? [],
+      createdAt: m.createdAt.toISOString(),
+    }))
   }
 
   /** The highest event sequence reserved for the session. */

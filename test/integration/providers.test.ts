@@ -12,6 +12,7 @@ const KEY = 'sk-test-provider-key-123456'
 function request(server: FakeVendorServer, text: string, settings = mergeSettings()): GenerateRequest {
   return {
     model: server.vendor === 'openai' ? 'gpt-test' : 'claude-test',
+    tooling: null,
     messages: [
       { role: 'system', content: 'Be brief.' },
       { role: 'user', content: text },

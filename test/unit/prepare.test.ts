@@ -54,8 +54,8 @@ const catalog: CatalogReader = {
 const sessions = {
   find: async (_t: string, id: string) => (id === 's1' ? { defaultProfileId: 'p-openai' } : null),
   messages: async () => [
-    { role: 'user', content: 'earlier question' },
-    { role: 'assistant', content: 'earlier answer' },
+    { role: 'user', content: 'earlier question', toolCalls: [], toolCallId: null },
+    { role: 'assistant', content: 'earlier answer', toolCalls: [], toolCallId: null },
   ],
 }
 const env: Record<string, string> = { OPENAI_API_KEY: 'sk-env-secret' }

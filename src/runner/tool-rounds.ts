@@ -1,0 +1,114 @@
+import { GenerationError, ToolResultRejectedError } from '../domain/errors.js'
+import type { ChatMessage } from '../domain/records.js'
+import { argumentErrors, pendingCalls, type Tooling, type ToolRound } from '../domain/tools.js'
+import type { Answer } from './answer.js'
+import type { RunRecorder } from './run-recorder.js'
+import { ToolResultsGate } from './tool-calls.js'
+
+/** One result as a client submits it. */
+export interface SubmittedResult {
+  callId: string
+  output: string
+  isError: boolean
+}
+
+/** What a round adds to the conversation: the assistant's calls, then each call's result, in call order. */
+export function roundMessages(round: ToolRound): ChatMessage[] {
+  const toolCalls = round.calls.map(({ callId, name, arguments: args }) => ({ callId, name, arguments: args }))
+  const call: ChatMessage = { role: 'assistant', content: round.text, toolCalls, reasoning: round.reasoning }
+  const results = round.calls.flatMap((c) => {
+    const result = round.results.find((r) => r.callId === c.callId)
+    return result ? [{ role: 'tool' as const, content: result.output, toolCallId: c.callId, isError: result.isError }] : []
+  })
+  return [...round.preamble, call, ...results]
+}
+
+/**
+ * A run's rounds of tool calls (kept on its record, so a restarted server picks them up): opening
+ * a round when the model calls tools, waiting for its results without holding capacity, and
+ * taking results as clients submit them — durably, before they are acknowledged.
+ */
+export class ToolRounds {
+  private gate: ToolResultsGate | null = null
+
+  constructor(private readonly recorder: RunRecorder) {}
+
+  private get rounds(): ToolRound[] {
+    return this.recorder.run.toolRounds
+  }
+
+  /** The round waiting for results; null when none is. */
+  get waiting(): ToolRound | null {
+    const last = this.rounds.at(-1)
+    return last && this.recorder.run.status === 'REQUIRES_ACTION' ? last : null
+  }
+
+  /** The model answered with calls: a new round, written and announced, that waits for its results. */
+  async open(answer: Answer, of: Pick<ToolRound, 'preamble' | 'usage' | 'attempt'>, tooling: Tooling): Promise<ToolRound> {
+    if (this.rounds.length >= tooling.maxToolRounds) {
+      throw new GenerationError(`the model asked for more than ${tooling.maxToolRounds} rounds of tool calls (maxToolRounds)`)
+    }
+    const round: ToolRound = {
+      ...of,
+      text: answer.text,
+      calls: answer.toolCalls.map((call) => ({ ...call, argumentErrors: argumentErrors(call, tooling.tools) })),
+      results: [],
+      deadline: new Date(Date.now() + tooling.toolTimeoutMs).toISOString(),
+      reasoning: answer.end?.reasoning ?? null,
+    }
+    this.rounds.push(round)
+    await this.recorder.requireAction(round)
+    return round
+  }
+
+  /** Waits until every call of the waiting round has a result: the messages the round adds. */
+  async results(signal: AbortSignal): Promise<ChatMessage[]> {
+    const round = this.waiting!
+    this.gate = new ToolResultsGate(round)
+    try {
+      await this.gate.wait(signal)
+    } finally {
+      this.gate = null
+    }
+    return roundMessages(round)
+  }
+
+  /** The messages the rounds before the waiting one added (a run resumed after a restart). */
+  replayed(): ChatMessage[] {
+    return this.rounds.filter((r) => r !== this.waiting).flatMap(roundMessages)
+  }
+
+  /**
+   * Takes results for the waiting round: all or none, written before it resolves. A repeat of a
+   * submission (the same idempotency key) takes nothing and resolves as the first did.
+   */
+  async submit(results: SubmittedResult[], idempotencyKey: string | null): Promise<void> {
+    if (idempotencyKey !== null && this.rounds.some((r) => r.results.some((x) => x.idempotencyKey === idempotencyKey))) return
+    const round = this.waiting
+    if (!round) throw new ToolResultRejectedError('the run is not waiting for tool results', 'NOT_WAITING')
+    rejectBadSubmission(round, results)
+    const at = new Date().toISOString()
+    round.results.push(...results.map((r) => ({ ...r, idempotencyKey, at })))
+    try {
+      await this.recorder.recordResults()
+    } catch (error) {
+      round.results.splice(round.results.length - results.length)
+      throw error
+    }
+    this.gate?.answered()
+  }
+}
+
+function rejectBadSubmission(round: ToolRound, results: SubmittedResult[]): void {
+  if (results.length === 0) throw new ToolResultRejectedError('results: give at least one result', 'INVALID')
+  const ids = results.map((r) => r.callId)
+  const twice = ids.find((id, i) => ids.indexOf(id) !== i)
+  if (twice) throw new ToolResultRejectedError(`call '${twice}' has two results in this submission`, 'INVALID')
+  const pending = new Set(pendingCalls(round).map((c) => c.callId))
+  for (const id of ids) {
+    if (pending.has(id)) continue
+    if (round.calls.some((c) => c.callId === id))
+      throw new ToolResultRejectedError(`call '${id}' already has its result`, 'ALREADY_ANSWERED')
+    throw new ToolResultRejectedError(`the run is waiting for no call '${id}'`, 'UNKNOWN_CALL')
+  }
+}
