@@ -9,8 +9,10 @@ export const webhookUrlSchema = z
   .url({ protocol: /^https?$/, error: 'must be an absolute http:// or https:// URL' })
   .max(2048, 'must be at most 2048 characters')
 
-/** The one event posted today. */
+/** A run ended. */
 const RUN_FINISHED_EVENT = 'run.finished'
+/** A run waits for tool results. */
+const RUN_REQUIRES_ACTION_EVENT = 'run.requires_action'
 
 /** A delivery's status: PENDING until one attempt lands (DELIVERED) or the retry schedule is spent (FAILED). */
 const DELIVERY_STATUSES = ['PENDING', 'DELIVERED', 'FAILED'] as const
@@ -70,13 +72,32 @@ export function runFinishedDelivery(run: RunRecord, url: string): WebhookDeliver
     startedAt: run.startedAt,
     finishedAt: run.finishedAt,
   }
+  return newDelivery(deliveryIdOf(run.id), run, url, RUN_FINISHED_EVENT, data, at)
+}
+
+/** The delivery of a run's wait for the results of a round of tool calls (`round`: its index): due at once. */
+export function runRequiresActionDelivery(run: RunRecord, url: string, round: number): WebhookDelivery {
+  const at = new Date().toISOString()
+  const calls = run.toolRounds[round]?.calls ?? []
+  const data = {
+    runId: run.id,
+    sessionId: run.sessionId,
+    queueId: run.queueId,
+    status: run.status,
+    round,
+    pendingToolCalls: calls.map(({ callId, name, arguments: args }) => ({ callId, name, arguments: args })),
+  }
+  return newDelivery(`${deliveryIdOf(run.id)}_round_${round}`, run, url, RUN_REQUIRES_ACTION_EVENT, data, at)
+}
+
+function newDelivery(id: string, run: RunRecord, url: string, event: string, data: unknown, at: string): WebhookDelivery {
   return {
-    id: deliveryIdOf(run.id),
+    id,
     tenantId: run.tenantId,
     runId: run.id,
     url,
-    event: RUN_FINISHED_EVENT,
-    payload: { type: RUN_FINISHED_EVENT, timestamp: at, data },
+    event,
+    payload: { type: event, timestamp: at, data },
     status: 'PENDING',
     attempts: [],
     nextAttemptAt: at,

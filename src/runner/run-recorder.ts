@@ -204,7 +204,11 @@ export class RunRecorder {
   async requireAction(round: ToolRound): Promise<void> {
     this.advance('REQUIRES_ACTION')
     this.awaitingResults = true
-    await this.saveNow()
+    await this.journal.write(async () => {
+      const snapshot = { ...this.run }
+      await this.deps.ledger.requireAction(snapshot, this.entry.request.webhookUrl ?? null)
+      this.written = JSON.stringify(snapshot)
+    })
     this.publish({ type: 'TOOL_CALLS_REQUESTED', round: this.run.toolRounds.length - 1, calls: round.calls })
     for (const listener of this.waitingListeners) listener()
   }

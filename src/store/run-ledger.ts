@@ -1,7 +1,7 @@
 import type { Prisma } from '@db/client'
 import type { SessionEvent } from '../domain/events.js'
 import type { MessageRecord, QueueEntryRecord, RunRecord } from '../domain/records.js'
-import { runFinishedDelivery } from '../domain/webhooks.js'
+import { runFinishedDelivery, runRequiresActionDelivery } from '../domain/webhooks.js'
 import type { Db } from './database.js'
 import type { EventStore } from './event-store.js'
 import { nullableJson } from './json-columns.js'
@@ -62,6 +62,20 @@ export class RunLedger {
       await this.events.append(events, tx)
     })
     return true
+  }
+
+  /**
+   * Writes a run that now waits for the results of its last round of tool calls, with the
+   * delivery that tells its webhook, in one transaction (nothing, if the run has ended).
+   */
+  async requireAction(run: RunRecord, webhookUrl: string | null): Promise<void> {
+    const delivery = webhookUrl ? deliveryRow(runRequiresActionDelivery(run, webhookUrl, run.toolRounds.length - 1)) : null
+    const written = await this.db.$transaction(async (tx) => {
+      const { count } = await tx.run.updateMany({ where: liveRun(run.id), data: runData(run) })
+      if (count > 0 && delivery) await tx.webhookDelivery.create({ data: delivery, select: { id: true } })
+      return count > 0
+    })
+    if (written && delivery) this.webhooks.created()
   }
 
   /**

@@ -8,6 +8,7 @@ import {
   QueueEntryDocument,
   RunWebhooksDocument,
   SessionDocument,
+  SubmitToolResultsDocument,
 } from '../generated/graphql.js'
 import { createTestDatabase, providers, type TestDatabase } from '../helpers/databases.js'
 import { createSession, slow, waitForEntry, words } from '../helpers/flow.js'
@@ -116,6 +117,37 @@ describe.each(providers)('webhooks (%s)', (provider) => {
       },
     ])
     expect((await runOf(t)(quiet.runId!))!.webhookDeliveries).toEqual([])
+  })
+
+  it('posts run.requires_action when a run starts waiting for tool results, then run.finished when it ends', async () => {
+    receiver = await WebhookReceiver.start(secret)
+    server = await startTestServer({ provider, app: { webhooks: { secrets: localSecrets } } })
+    const t = server
+    await createSession(t, 'tools-hooked')
+    const tool = { name: 'get_weather', inputSchema: { type: 'object' } }
+    const entry = await enqueue(t, {
+      sessionId: 'tools-hooked',
+      input: 'use get_weather',
+      tools: [tool],
+      webhookUrl: `${receiver.url}/tools`,
+    })
+    const [asked] = await receiver.until(1)
+    expect(asked!.verified).toMatchObject({
+      type: 'run.requires_action',
+      data: {
+        sessionId: 'tools-hooked',
+        status: 'REQUIRES_ACTION',
+        round: 0,
+        pendingToolCalls: [{ name: 'get_weather', arguments: '{}' }],
+      },
+    })
+    const runId = asked!.verified!.data.runId as string
+    expect(asked!.headers['webhook-id']).toBe(`run_${runId}_round_0`)
+    const callId = (asked!.verified!.data.pendingToolCalls as { callId: string }[])[0]!.callId
+    await t.request(SubmitToolResultsDocument, { input: { runId, results: [{ callId, output: 'sunny' }] } })
+    await waitForEntry(t, 'tools-hooked', entry.queueId, ['COMPLETED'])
+    const posts = await receiver.until(2)
+    expect(posts[1]!.verified).toMatchObject({ type: 'run.finished', data: { runId, status: 'COMPLETED', output: 'sunny' } })
   })
 
   it('retries a failing receiver on the schedule: the third try lands, and the run shows the three attempts', async () => {
