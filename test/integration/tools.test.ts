@@ -230,6 +230,22 @@ profiles:
     ])
   })
 
+  it("replays Anthropic's signed thinking before the calls it led to, as its API requires", async () => {
+    anthropic.script({ thinking: ['I need ', 'the weather.'], tokens: [], toolCalls: [TWO_CALLS[0]!] })
+    const { runId, events } = await untilRequested('an-plain')
+    const [call] = (await runOf(runId)).pendingToolCalls
+    await submit({ runId, results: [{ callId: call!.callId, output: 'hail' }] })
+    await events.done()
+    const sent = anthropic.requests.at(-1)!.body
+    expect(sent.messages[1]).toEqual({
+      role: 'assistant',
+      content: [
+        { type: 'thinking', thinking: 'I need the weather.', signature: expect.stringMatching(/\S/) },
+        { type: 'tool_use', id: call!.callId, name: 'get_weather', input: { city: 'Paris' } },
+      ],
+    })
+  })
+
   it('answers runPrompt when the run starts waiting for tool results', async () => {
     const sessionId = await createSession(t, `tools-${sessions++}`)
     const { data } = await t.request(RunPromptDocument, {
