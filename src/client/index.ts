@@ -14,9 +14,11 @@ import {
   ClientRunPromptDocument,
   ClientSessionEventsDocument,
   ClientSteerDocument,
+  ClientSubmitToolResultsDocument,
   type CreateSessionInput,
   type EnqueuePromptInput,
   type SteerPromptInput,
+  type ToolResultInput,
 } from './generated/graphql.js'
 import { RunStream } from './run-stream.js'
 import { resumable } from './stream.js'
@@ -24,7 +26,7 @@ import { type OperationDocument, Transport, type TransportOptions } from './tran
 
 export type { RetryOptions } from './backoff.js'
 export { ConnectionError, PromptlineError } from './errors.js'
-export type { EnqueuePromptInput, ErrorCode, RunStatus, SteerPromptInput } from './generated/graphql.js'
+export type { EnqueuePromptInput, ErrorCode, RunStatus, SteerPromptInput, ToolInput, ToolResultInput } from './generated/graphql.js'
 export type { JsonValue } from './json.js'
 export type { RunStream } from './run-stream.js'
 export type { OperationDocument, TransportOptions as PromptlineClientOptions } from './transport.js'
@@ -105,6 +107,17 @@ export class PromptlineClient {
     const keyed = { ...input, steerId: input.steerId ?? crypto.randomUUID() }
     const result = await this.mutate(() => this.transport.request(ClientSteerDocument, { input: keyed }))
     return payload(result.steerPrompt)
+  }
+
+  /**
+   * Gives a run waiting for tool results (a ToolCallsRequestedEvent, or `run.pendingToolCalls`)
+   * some or all of them. Retried after a network failure under one idempotency key, so they are
+   * taken once; a refusal is thrown as a PromptlineError (TOOL_RESULT_REJECTED).
+   */
+  async submitToolResults(runId: string, results: ToolResultInput[], options: { idempotencyKey?: string } = {}): Promise<Run> {
+    const input = { runId, results, idempotencyKey: options.idempotencyKey ?? crypto.randomUUID() }
+    const result = await this.mutate(() => this.transport.request(ClientSubmitToolResultsDocument, { input }))
+    return payload(result.submitToolResults).run
   }
 
   /**

@@ -18,4 +18,12 @@ describe('examples/', () => {
     })
     expect(stdout).toBe('stream me, word by word')
   })
+
+  it('tool-loop.ts runs the tool the model calls and prints the answer the same run gives with its result', async () => {
+    const { stdout } = await promisify(execFile)(process.execPath, ['--import', 'tsx', 'examples/tool-loop.ts'], {
+      cwd: PROJECT_ROOT,
+      env: { ...process.env, PROMPTLINE_URL: `${t.http.url}/graphql` },
+    })
+    expect(JSON.parse(stdout)).toEqual({ city: 'Oslo', sky: 'clear', celsius: 18 })
+  })
 })
