@@ -154,9 +154,18 @@ export class RunSupervisor {
     })
   }
 
-  /** Gives the live runs `graceMs` to finish, then stops the rest with SHUTDOWN and waits for their records. */
+  /**
+   * Gives the live runs `graceMs` to finish, then stops the rest with SHUTDOWN and waits for their
+   * records. A run waiting for tool results is let go at once (it waits on in the store, for the
+   * next start), also one that starts waiting during the grace.
+   */
   async close(graceMs: number): Promise<void> {
     const running = [...this.live.values()]
+    const shutdown = new RunStop('SHUTDOWN', 'the server shut down during the run')
+    for (const { handle } of running) {
+      if (handle.run.status === 'REQUIRES_ACTION') handle.stop(shutdown)
+      else handle.onWaiting(() => handle.stop(shutdown))
+    }
     let grace: NodeJS.Timeout | undefined
     await Promise.race([
       Promise.all(running.map((a) => a.done)),
@@ -165,7 +174,7 @@ export class RunSupervisor {
       }),
     ])
     clearTimeout(grace)
-    for (const active of running) active.handle.stop(new RunStop('SHUTDOWN', 'the server shut down during the run'))
+    for (const active of running) active.handle.stop(shutdown)
     await Promise.all(running.map((a) => a.done))
   }
 }

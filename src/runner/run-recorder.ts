@@ -191,25 +191,21 @@ export class RunRecorder {
     })
   }
 
-  /** Writes the whole row now; resolves once it is durable (what a client is told rests on it). */
-  private async saveNow(): Promise<void> {
-    await this.journal.write(async () => {
-      const snapshot = { ...this.run }
-      await this.deps.runs.update(snapshot)
-      this.written = JSON.stringify(snapshot)
-    })
-  }
-
-  /** The model called tools: the run waits for their results, its round written before it is announced. */
+  /**
+   * The model called tools: the run, with the new round, waits for their results. The live
+   * record shows the round and the status only once they are written, so nobody sees calls a
+   * crash could still lose; then ToolCallsRequestedEvent is published.
+   */
   async requireAction(round: ToolRound): Promise<void> {
-    this.advance('REQUIRES_ACTION')
-    this.awaitingResults = true
+    const waiting = { ...this.run, toolRounds: [...this.run.toolRounds, round] }
+    advanceRun(waiting, 'REQUIRES_ACTION')
     await this.journal.write(async () => {
-      const snapshot = { ...this.run }
-      await this.deps.ledger.requireAction(snapshot, this.entry.request.webhookUrl ?? null)
-      this.written = JSON.stringify(snapshot)
+      await this.deps.ledger.requireAction(waiting, this.entry.request.webhookUrl ?? null)
+      this.written = JSON.stringify(waiting)
     })
-    this.publish({ type: 'TOOL_CALLS_REQUESTED', round: this.run.toolRounds.length - 1, calls: round.calls })
+    Object.assign(this.run, { status: waiting.status, toolRounds: waiting.toolRounds })
+    this.awaitingResults = true
+    this.publish({ type: 'TOOL_CALLS_REQUESTED', round: waiting.toolRounds.length - 1, calls: round.calls })
     for (const listener of this.waitingListeners) listener()
   }
 
@@ -218,9 +214,21 @@ export class RunRecorder {
     this.waitingListeners.push(listener)
   }
 
-  /** Results were added to the waiting round: written before they are acknowledged. */
-  recordResults(): Promise<void> {
-    return this.saveNow()
+  /**
+   * Changes the run's rounds (results submitted) in turn with its other writes: `change` sees the
+   * rounds as they are then and answers the new ones, or null for no change (or throws to refuse);
+   * the row is written before the live record shows them. Resolves to whether it changed them.
+   */
+  recordResults(change: (rounds: ToolRound[]) => ToolRound[] | null): Promise<boolean> {
+    return this.journal.write(async () => {
+      const toolRounds = change(this.run.toolRounds)
+      if (toolRounds === null) return false
+      const next = { ...this.run, toolRounds }
+      await this.deps.runs.update(next)
+      this.written = JSON.stringify(next)
+      this.run.toolRounds = toolRounds
+      return true
+    })
   }
 
   /** Every result is in: the run generates again, and is expected to make progress. */

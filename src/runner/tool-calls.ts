@@ -1,5 +1,5 @@
 import { ToolTimeoutError } from '../domain/errors.js'
-import { normalisedCallId, pendingCalls, type ToolCall, type ToolRound } from '../domain/tools.js'
+import { normalisedCallId, type ToolCall } from '../domain/tools.js'
 import type { ToolCallDelta } from '../providers/model-client.js'
 
 /**
@@ -29,26 +29,26 @@ export class ToolCallAssembler {
 }
 
 /**
- * Where a run waits for a round's results: `wait` resolves once every call has one, and rejects
+ * Where a run waits for a round's results: `wait` resolves once no call is pending, and rejects
  * with the stop when the run is stopped, or with TOOL_TIMEOUT at the round's deadline. Owns its
  * timer.
  */
 export class ToolResultsGate {
   private wake: (() => void) | null = null
 
-  constructor(private readonly round: ToolRound) {}
-
-  get complete(): boolean {
-    return pendingCalls(this.round).length === 0
-  }
+  constructor(
+    /** How many calls of the round still wait for a result. */
+    private readonly pending: () => number,
+    private readonly deadline: string,
+  ) {}
 
   /** Called after results were added to the round. */
   answered(): void {
-    if (this.complete) this.wake?.()
+    if (this.pending() === 0) this.wake?.()
   }
 
   wait(signal: AbortSignal): Promise<void> {
-    if (this.complete) return Promise.resolve()
+    if (this.pending() === 0) return Promise.resolve()
     return new Promise<void>((resolve, reject) => {
       const finish = (error?: unknown) => {
         clearTimeout(timer)
@@ -58,8 +58,8 @@ export class ToolResultsGate {
         else reject(error)
       }
       const onAbort = () => finish(signal.reason)
-      const waited = Math.max(0, Date.parse(this.round.deadline) - Date.now())
-      const timer = setTimeout(() => finish(new ToolTimeoutError(`no result came for every tool call within the tool timeout`)), waited)
+      const waited = Math.max(0, Date.parse(this.deadline) - Date.now())
+      const timer = setTimeout(() => finish(new ToolTimeoutError('no result came for every tool call within the tool timeout')), waited)
       this.wake = () => finish()
       if (signal.aborted) onAbort()
       else signal.addEventListener('abort', onAbort, { once: true })

@@ -56,21 +56,19 @@ export class ToolRounds {
       deadline: new Date(Date.now() + tooling.toolTimeoutMs).toISOString(),
       reasoning: answer.end?.reasoning ?? null,
     }
-    this.rounds.push(round)
     await this.recorder.requireAction(round)
     return round
   }
 
   /** Waits until every call of the waiting round has a result: the messages the round adds. */
   async results(signal: AbortSignal): Promise<ChatMessage[]> {
-    const round = this.waiting!
-    this.gate = new ToolResultsGate(round)
+    this.gate = new ToolResultsGate(() => pendingCalls(this.waiting!).length, this.waiting!.deadline)
     try {
       await this.gate.wait(signal)
     } finally {
       this.gate = null
     }
-    return roundMessages(round)
+    return roundMessages(this.waiting!)
   }
 
   /** The messages the rounds before the waiting one added (a run resumed after a restart). */
@@ -79,23 +77,21 @@ export class ToolRounds {
   }
 
   /**
-   * Takes results for the waiting round: all or none, written before it resolves. A repeat of a
-   * submission (the same idempotency key) takes nothing and resolves as the first did.
+   * Takes results for the waiting round: all or none, checked and written in turn with the run's
+   * other writes (so two submissions never both answer a call), and visible once written. A
+   * repeat of a submission (the same idempotency key) takes nothing and resolves as the first did.
    */
   async submit(results: SubmittedResult[], idempotencyKey: string | null): Promise<void> {
-    if (idempotencyKey !== null && this.rounds.some((r) => r.results.some((x) => x.idempotencyKey === idempotencyKey))) return
-    const round = this.waiting
-    if (!round) throw new ToolResultRejectedError('the run is not waiting for tool results', 'NOT_WAITING')
-    rejectBadSubmission(round, results)
     const at = new Date().toISOString()
-    round.results.push(...results.map((r) => ({ ...r, idempotencyKey, at })))
-    try {
-      await this.recorder.recordResults()
-    } catch (error) {
-      round.results.splice(round.results.length - results.length)
-      throw error
-    }
-    this.gate?.answered()
+    const taken = await this.recorder.recordResults((rounds) => {
+      if (idempotencyKey !== null && rounds.some((r) => r.results.some((x) => x.idempotencyKey === idempotencyKey))) return null
+      const round = this.waiting
+      if (!round) throw new ToolResultRejectedError('the run is not waiting for tool results', 'NOT_WAITING')
+      rejectBadSubmission(round, results)
+      const answered = { ...round, results: [...round.results, ...results.map((r) => ({ ...r, idempotencyKey, at }))] }
+      return rounds.map((r) => (r === round ? answered : r))
+    })
+    if (taken) this.gate?.answered()
   }
 }
 

@@ -1,6 +1,7 @@
 import type { ChildProcess } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
 import { afterEach, describe, expect, it } from 'vitest'
+import { openStore } from '../../src/store/store.js'
 import {
   CreateSessionDocument,
   EnqueuePromptDocument,
@@ -82,6 +83,30 @@ describe.each(providers)('a run waiting for tool results across a crash (%s)', (
       ['TOOL', 'snow'],
       ['ASSISTANT', 'snow'],
     ])
+  })
+
+  it('is left waiting by a graceful shutdown (SIGTERM), in the store, and the next start takes its results', async () => {
+    database = await createTestDatabase(provider)
+    const first = await startServerProcess(database.url)
+    children.push(first.child)
+    const waiting = await waitingRun(first.url, 'drain-tools')
+    const exited = new Promise<number | null>((resolve) => first.child.once('exit', resolve))
+    first.child.kill('SIGTERM')
+    expect(await exited).toBe(0)
+    const store = await openStore(database.url)
+    try {
+      expect((await store.runs.find('local', waiting.id))?.status).toBe('REQUIRES_ACTION')
+    } finally {
+      await store.close()
+    }
+    const second = await startServerProcess(database.url)
+    children.push(second.child)
+    const [call] = waiting.pendingToolCalls
+    await post(second.url, SubmitToolResultsDocument, { input: { runId: waiting.id, results: [{ callId: call!.callId, output: 'calm' }] } })
+    expect(await runUntil(second.url, waiting.id, ['COMPLETED', 'FAILED', 'ABORTED'])).toMatchObject({
+      status: 'COMPLETED',
+      output: 'calm',
+    })
   })
 })
 

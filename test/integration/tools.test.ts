@@ -6,6 +6,7 @@ import {
   RunToolEventsDocument,
   RunToolsDocument,
   SessionToolHistoryDocument,
+  SteerPromptDocument,
   SubmitToolResultsDocument,
   type SubmitToolResultsInput,
   UpsertPromptDocument,
@@ -45,10 +46,12 @@ backends:
   - { id: fake, kind: FAKE }
   - { id: oa, kind: OPENAI, baseUrl: "${openai.baseUrl}", credentialEnv: OA_KEY }
   - { id: an, kind: ANTHROPIC, baseUrl: "${anthropic.baseUrl}", credentialEnv: AN_KEY }
+  - { id: oa-once, kind: OPENAI, baseUrl: "${openai.baseUrl}", credentialEnv: OA_KEY, retry: { maxAttempts: 1 } }
 profiles:
   - { id: fake-echo, backendId: fake, model: echo }
   - { id: oa-plain, backendId: oa, model: gpt-test }
   - { id: an-plain, backendId: an, model: claude-test }
+  - { id: oa-then-an, backendId: oa-once, model: gpt-test, candidates: [an-plain] }
 `,
     })
     t = await startTestServer({ provider, app: { catalogDir: dir }, secrets: { OA_KEY: 'sk-oa-key-1', AN_KEY: 'sk-an-key-2' } })
@@ -244,6 +247,35 @@ profiles:
         { type: 'tool_use', id: call!.callId, name: 'get_weather', input: { city: 'Paris' } },
       ],
     })
+  })
+
+  it('fails over to a candidate that answers with tool calls, and the rounds after stay on it', async () => {
+    openai.script({ status: 500 })
+    anthropic.script({ tokens: [], toolCalls: [TWO_CALLS[0]!] })
+    const { runId, events } = await untilRequested('oa-then-an')
+    const [call] = (await runOf(runId)).pendingToolCalls
+    const before = openai.requests.length
+    await submit({ runId, results: [{ callId: call!.callId, output: 'mist' }] })
+    await events.done()
+    expect(await runOf(runId)).toMatchObject({ status: 'COMPLETED', output: 'mist' })
+    expect(openai.requests.length).toBe(before)
+    expect(anthropic.requests.at(-1)!.body.messages.at(-1).content[0]).toMatchObject({ type: 'tool_result', content: 'mist' })
+  })
+
+  it('takes a steer that comes while the run waits to the model with the results', async () => {
+    openai.script({ tokens: [], toolCalls: [TWO_CALLS[0]!] })
+    const { sessionId, entry, runId, events } = await untilRequested('oa-plain')
+    const steered = await t.request(SteerPromptDocument, {
+      input: { sessionId, queueId: entry.queueId, steerId: 'celsius', text: 'in celsius please' },
+    })
+    expect(steered.data!.steerPrompt.__typename).toBe('SteerPromptPayload')
+    const [call] = (await runOf(runId)).pendingToolCalls
+    await submit({ runId, results: [{ callId: call!.callId, output: 'warm' }] })
+    await events.done()
+    expect(openai.requests.at(-1)!.body.messages.slice(-2)).toEqual([
+      { role: 'tool', tool_call_id: TWO_CALLS[0]!.id, content: 'warm' },
+      { role: 'user', content: 'in celsius please' },
+    ])
   })
 
   it('answers runPrompt when the run starts waiting for tool results', async () => {
