@@ -33,7 +33,7 @@ function App() {
   const client = useMemo(() => connect(apiKey), [apiKey])
   const route = useRoute()
   // a run's end bumps this, so the run detail reads the ended run
-  const [runsEnded, setRunsEnded] = useState(0)
+  const [runsChanged, setRunsChanged] = useState(0)
   const onError = (error: unknown) => needsKey(error) && setUnauthenticated(true)
   const useKey = (key: string) => {
     storeKey(key)
@@ -57,14 +57,14 @@ function App() {
         <Sessions client={client} selected={route.sessionId} onError={onError} />
         <section class="center">
           {route.sessionId ? (
-            <SessionView key={route.sessionId} client={client} sessionId={route.sessionId} onRunEnded={() => setRunsEnded((n) => n + 1)} />
+            <SessionView key={route.sessionId} client={client} sessionId={route.sessionId} onRunChanged={() => setRunsChanged((n) => n + 1)} />
           ) : (
             <p class="hint">Pick a session, or create one.</p>
           )}
         </section>
         <aside>
           <Backends client={client} />
-          {route.runId && <RunDetail client={client} runId={route.runId} refresh={runsEnded} />}
+          {route.runId && <RunDetail client={client} runId={route.runId} refresh={runsChanged} />}
         </aside>
       </main>
     </>

@@ -1,8 +1,10 @@
 import type { PromptlineClient } from 'promptline/client'
 import type { ComponentChildren } from 'preact'
+import { useState } from 'preact/hooks'
 import { describeError } from './api.js'
 import { ConsoleRunDocument } from './generated/graphql.js'
 import { usePolled } from './hooks.js'
+import { ToolCalls } from './tool-calls.js'
 
 const Row = ({ label, children }: { label: string; children: ComponentChildren }) => (
   <>
@@ -15,7 +17,9 @@ const json = (value: unknown) => <pre>{JSON.stringify(value, null, 2)}</pre>
 
 /** Everything recorded of one run; read again when a run ends. */
 export function RunDetail({ client, runId, refresh }: { client: PromptlineClient; runId: string; refresh: number }) {
-  const { value, error } = usePolled(() => client.query(ConsoleRunDocument, { id: runId }), 0, [client, runId, refresh])
+  // read again after a result is submitted here, as well as when a run ends
+  const [submitted, setSubmitted] = useState(0)
+  const { value, error } = usePolled(() => client.query(ConsoleRunDocument, { id: runId }), 0, [client, runId, refresh, submitted])
   const run = value?.run
   if (error) return <p class="error">{describeError(error)}</p>
   if (!run) return <p class="hint">{value ? `No run ${runId}.` : 'Loading…'}</p>
@@ -49,6 +53,7 @@ export function RunDetail({ client, runId, refresh }: { client: PromptlineClient
           </Row>
         )}
       </dl>
+      <ToolCalls client={client} run={run} onSubmitted={() => setSubmitted((n) => n + 1)} />
       <h3>Output</h3>
       <pre class="output">{run.output}</pre>
       {run.parsedOutput != null && json(run.parsedOutput)}

@@ -12,7 +12,7 @@ type Session = NonNullable<ConsoleSessionQuery['session']>
  * disconnect, without gap or repeat), the text of its runs as their tokens arrive, and the
  * form that enqueues into it.
  */
-export function SessionView({ client, sessionId, onRunEnded }: { client: PromptlineClient; sessionId: string; onRunEnded: () => void }) {
+export function SessionView({ client, sessionId, onRunChanged }: { client: PromptlineClient; sessionId: string; onRunChanged: () => void }) {
   const [session, setSession] = useState<Session | null>(null)
   const [texts, setTexts] = useState<Record<string, string>>({})
   const [problem, setProblem] = useState<string | null>(null)
@@ -68,8 +68,10 @@ export function SessionView({ client, sessionId, onRunEnded }: { client: Promptl
       if (event.__typename === 'RunFinishedEvent') {
         const { output } = event.run
         if (output !== null) setTexts((known) => ({ ...known, [event.runId]: output }))
-        onRunEnded()
+        onRunChanged()
       }
+      // a run's detail shows the calls it now waits for
+      if (event.__typename === 'ToolCallsRequestedEvent') onRunChanged()
       reload()
     }
     follow().catch((error: unknown) => !stop.signal.aborted && setProblem(describeError(error)))

@@ -9,7 +9,7 @@ import { PROJECT_ROOT } from '../../src/config.js'
 import { CreateSessionDocument, EnqueuePromptDocument, RunDocument } from '../generated/graphql.js'
 import { haveChromium, type LoopbackBrowser, launchLoopbackBrowser, NO_CHROMIUM } from '../helpers/browser.js'
 import { createTestDatabase } from '../helpers/databases.js'
-import { slow, words } from '../helpers/flow.js'
+import { slow, waitForEntry, words } from '../helpers/flow.js'
 import { killHard, post, startServerProcess } from '../helpers/process.js'
 import { startTestServer, type TestServer } from '../helpers/server.js'
 
@@ -79,6 +79,38 @@ describe.skipIf(!haveChromium)(`the console in headless Chromium${haveChromium ?
     await page.screenshot({ path: path.join(ARTIFACTS, 'console.png'), fullPage: true })
     expect(browser.external).toEqual([])
     await page.close()
+  })
+
+  it('shows the call a run waits for, takes its result typed on the page, and the run completes with it', async () => {
+    await server.request(CreateSessionDocument, { input: { id: 'tools-page', defaultProfileId: 'fake-echo' } })
+    const tool = { name: 'get_weather', inputSchema: { type: 'object', properties: { city: { type: 'string' } } } }
+    const input = {
+      sessionId: 'tools-page',
+      input: 'use get_weather',
+      tools: [tool],
+      overrides: { extra: { toolArguments: { city: 'Oslo' } } },
+    }
+    const admitted = (await server.request(EnqueuePromptDocument, { input })).data!.enqueuePrompt
+    if (admitted.__typename !== 'EnqueuePromptPayload') throw new Error('not admitted')
+    const runId = (await waitForEntry(server, 'tools-page', admitted.entry.queueId, ['STARTING', 'RUNNING'])).runId!
+    await expect
+      .poll(async () => (await server.request(RunDocument, { id: runId })).data!.run!.status, { timeout: 15_000 })
+      .toBe('REQUIRES_ACTION')
+
+    const page = await browser.context.newPage()
+    await page.goto(`${server.http.url}/console#/sessions/tools-page/runs/${runId}`)
+    const pending = page.getByTestId('pending-fake_call_1')
+    await expect.poll(() => pending.textContent(), { timeout: 15_000 }).toContain('Oslo')
+    await pending.locator('textarea[name=output]').fill('sunny from the page')
+    await pending.getByRole('button', { name: 'Submit result' }).click()
+    await expect
+      .poll(async () => (await server.request(RunDocument, { id: runId })).data!.run, { timeout: 15_000 })
+      .toMatchObject({
+        status: 'COMPLETED',
+        output: 'sunny from the page',
+      })
+    await expect.poll(() => page.getByTestId('run-detail').textContent(), { timeout: 15_000 }).toContain('COMPLETED')
+    expect(browser.external).toEqual([])
   })
 
   it('loads and works with nothing reachable but loopback: every request goes to this server', async () => {
