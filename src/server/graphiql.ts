@@ -52,6 +52,31 @@ subscription Watch {
 }
 `,
   },
+  {
+    query: `# A tool call: the fake backend calls the tools a message names; the run waits for the result.
+# Run CallTool, then put its run id into SubmitResult and run that: the same run goes on.
+mutation CallTool {
+  runPrompt(input: {
+    sessionId: "demo"
+    input: "use get_weather for Oslo"
+    tools: [{ name: "get_weather", inputSchema: { type: "object", properties: { city: { type: "string" } } } }]
+    overrides: { extra: { toolArguments: { city: "Oslo" } } }
+  }) {
+    __typename
+    ... on RunPromptPayload { run { id status pendingToolCalls { callId name arguments } } }
+    ... on Error { code message }
+  }
+}
+
+mutation SubmitResult {
+  submitToolResults(input: { runId: "RUN_ID", results: [{ callId: "fake_call_1", output: "clear, 18 °C" }] }) {
+    __typename
+    ... on SubmitToolResultsPayload { run { status pendingToolCalls { callId } } }
+    ... on Error { code message }
+  }
+}
+`,
+  },
 ]
 
 /** Options of the page: subscriptions over graphql-ws, the walk-through preloaded. */

@@ -58,7 +58,7 @@ describe.skipIf(!haveChromium)(
     })
 
     it('opens with the walk-through as tabs and runs its query', async () => {
-      expect(await page.locator('.graphiql-tab').allInnerTexts()).toEqual(['Prepare', 'CreateSession', 'Watch'])
+      expect(await page.locator('.graphiql-tab').allInnerTexts()).toEqual(['Prepare', 'CreateSession', 'Watch', 'CallTool'])
       await runTab(page, 'Prepare')
       expect(await resultContaining(page, '"preparePrompt"')).toMatch(/"role": "USER",\s*"content": "hi"/)
     })
