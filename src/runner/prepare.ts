@@ -182,9 +182,6 @@ export class PromptPreparer {
         )
       : null
     const everyone = parallel ? parallel.flat() : candidates
-    if (parallel && everyone.some((c) => c.tooling)) {
-      throw InvalidRequestError.at('tools', `prompt '${prompt!.id}' runs parallel profiles, which cannot call tools`)
-    }
     if (!everyone.some((c) => c.credential.available)) {
       const missing = everyone.map((c) =>
         c.credential.name ? `${c.credential.name} (profile '${c.profile.id}')` : `a credentialEnv for profile '${c.profile.id}'`,

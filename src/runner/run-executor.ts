@@ -219,7 +219,8 @@ export class RunExecutor {
 
       const maxRepairs = prepared.prompt?.definition.maxRepairs ?? 0
       let selected: Branch
-      if (resolution.parallel) {
+      // a parallel prompt's candidates answer at once; a resumed one goes on with the one that answered
+      if (resolution.parallel && !resumedWaiting) {
         const spec = prepared.prompt!.definition.parallel!
         const { preparer } = this.deps
         const chainsOf = resolution.parallel
@@ -233,44 +234,43 @@ export class RunExecutor {
           hooks: (b) => hooks(b, false),
           preparer,
         })
-      } else {
-        selected = branch(resolution.candidates, signal, null)
-        const { output } = prepared
-        const { caller, progress } = selected
-        let before = usageOf()
-        // a resumed run's rounds go on with attempts after the waiting round's
-        progress.attempt = tools.waiting?.attempt ?? 0
-        for (;;) {
-          if (tools.waiting) {
-            releaseLeases() // a run waiting for tool results holds no capacity
-            added = [...added, ...(await tools.results(signal))]
-            recorder.resumeGenerating()
-            // steers that came while it waited go with the results
-            for (const steer of steers.take()) {
-              added.push({ role: 'user', content: steer.text })
-              recorder.publish({ type: 'STEER_APPLIED', steerId: steer.steerId })
-            }
-            progress.attempt++
+      } else selected = branch(answeringChain(resolution, run.profileId), signal, null)
+      // rounds of tool calls, on the answer's candidate, until an answer without calls
+      const { caller, progress } = selected
+      const { output } = prepared
+      let answer = selected.answer
+      let before = usageOf()
+      // a resumed run's rounds go on with attempts after the waiting round's
+      progress.attempt = tools.waiting?.attempt ?? progress.attempt
+      for (;;) {
+        if (tools.waiting) {
+          releaseLeases() // a run waiting for tool results holds no capacity
+          added = [...added, ...(await tools.results(signal))]
+          recorder.resumeGenerating()
+          // steers that came while it waited go with the results
+          for (const steer of steers.take()) {
+            added.push({ role: 'user', content: steer.text })
+            recorder.publish({ type: 'STEER_APPLIED', steerId: steer.steerId })
           }
-          const messages = [...prepared.messages, ...added]
-          const answer = await produceAnswer({ caller, messages, output, maxRepairs, steers, progress, hooks: hooks(selected, true) })
-          if (answer.toolCalls.length === 0) {
-            selected.answer = answer
-            break
-          }
-          recordFinish(run, answer)
-          const preamble = progress.transcript.splice(0)
-          added = [...added, ...preamble]
-          const usage = difference(caller.usage, before)
-          before = { ...caller.usage }
-          // the row written with the round shows what the run used so far
-          tally(run, answer.text, branches, carried)
-          await tools.open(answer, { preamble, usage, attempt: progress.attempt }, caller.candidate.tooling ?? NO_TOOLS)
+          progress.attempt++
         }
-        selected.status = 'COMPLETED'
+        const messages = [...prepared.messages, ...added]
+        answer ??= await produceAnswer({ caller, messages, output, maxRepairs, steers, progress, hooks: hooks(selected, true) })
+        if (answer.toolCalls.length === 0) break
+        follow(run, caller.candidate)
+        recordFinish(run, answer)
+        const preamble = progress.transcript.splice(0)
+        added = [...added, ...preamble]
+        const usage = difference(caller.usage, before)
+        before = { ...caller.usage }
+        // the row written with the round shows what the run used so far
+        tally(run, answer.text, branches, carried)
+        await tools.open(answer, { preamble, usage, attempt: progress.attempt }, caller.candidate.tooling ?? NO_TOOLS)
+        answer = null
       }
-      const answer = selected.answer!
-      follow(run, selected.caller.candidate)
+      selected.answer = answer
+      selected.status = 'COMPLETED'
+      follow(run, caller.candidate)
       recordFinish(run, answer)
       Object.assign(run, {
         parsedOutput: answer.validation.parsed ?? null,
@@ -354,6 +354,11 @@ function difference(total: Usage, before: Usage): Usage {
     cacheWriteTokens: total.cacheWriteTokens - before.cacheWriteTokens,
     reasoningTokens: total.reasoningTokens - before.reasoningTokens,
   })
+}
+
+/** The candidates a run goes on with: the parallel chain of the profile that answered (a resumed run), else the profile's. */
+function answeringChain(resolution: AdmittedPrompt, profileId: string | null): Candidate[] {
+  return resolution.parallel?.find((chain) => chain[0]!.profile.id === profileId) ?? resolution.candidates
 }
 
 /** The run reports the profile that answered (after a failover, or a parallel selection). */

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { FakeVendorServer } from '../fixtures/fake-vendor.js'
 import {
   AbortRunDocument,
+  EnqueuePromptDocument,
   RunPromptDocument,
   RunToolEventsDocument,
   RunToolsDocument,
@@ -47,11 +48,17 @@ backends:
   - { id: oa, kind: OPENAI, baseUrl: "${openai.baseUrl}", credentialEnv: OA_KEY }
   - { id: an, kind: ANTHROPIC, baseUrl: "${anthropic.baseUrl}", credentialEnv: AN_KEY }
   - { id: oa-once, kind: OPENAI, baseUrl: "${openai.baseUrl}", credentialEnv: OA_KEY, retry: { maxAttempts: 1 } }
+  - { id: oa-single, kind: OPENAI, baseUrl: "${openai.baseUrl}", credentialEnv: OA_KEY, capacity: { maxAccepted: 1, maxWaiting: 0 } }
 profiles:
   - { id: fake-echo, backendId: fake, model: echo }
   - { id: oa-plain, backendId: oa, model: gpt-test }
   - { id: an-plain, backendId: an, model: claude-test }
   - { id: oa-then-an, backendId: oa-once, model: gpt-test, candidates: [an-plain] }
+  - { id: oa-single, backendId: oa-single, model: gpt-test }
+prompts:
+  - id: race
+    parallel: { profiles: [oa-plain, an-plain], select: FIRST_VALID }
+    messages: [{ role: user, content: "{{input}}" }]
 `,
     })
     t = await startTestServer({ provider, app: { catalogDir: dir }, secrets: { OA_KEY: 'sk-oa-key-1', AN_KEY: 'sk-an-key-2' } })
@@ -276,6 +283,32 @@ profiles:
       { role: 'tool', tool_call_id: TWO_CALLS[0]!.id, content: 'warm' },
       { role: 'user', content: 'in celsius please' },
     ])
+  })
+
+  it("holds no backend capacity while it waits: another run takes the backend's only place", async () => {
+    openai.script({ tokens: [], toolCalls: [TWO_CALLS[0]!] })
+    const { runId } = await untilRequested('oa-single')
+    const other = await createSession(t, `tools-${sessions++}`)
+    const entry = await enqueue(t, { sessionId: other, input: 'meanwhile', profileId: 'oa-single' })
+    expect(await waitForEntry(t, other, entry.queueId, ['COMPLETED', 'FAILED'])).toMatchObject({ status: 'COMPLETED' })
+    await t.request(AbortRunDocument, { runId })
+  })
+
+  it('takes the parallel candidate that answers with tool calls first, and goes on with it alone', async () => {
+    openai.script({ tokens: [], toolCalls: [TWO_CALLS[0]!] })
+    anthropic.script({ tokens: ['slow ', 'words'], delayMs: 2_000 })
+    const sessionId = await createSession(t, `tools-${sessions++}`)
+    const entry = await enqueue(t, { sessionId, promptId: 'race', input: 'weather?', tools: [WEATHER] })
+    const runId = (await waitForEntry(t, sessionId, entry.queueId, ['RUNNING'])).runId!
+    const events = t.subscribe(RunToolEventsDocument, { runId })
+    await events.until((r) => r.some((e) => e.data?.runEvents.__typename === 'ToolCallsRequestedEvent'))
+    const [call] = (await runOf(runId)).pendingToolCalls
+    const before = anthropic.requests.length
+    await submit({ runId, results: [{ callId: call!.callId, output: 'dry' }] })
+    await events.done()
+    expect(await runOf(runId)).toMatchObject({ status: 'COMPLETED', output: 'dry' })
+    expect(anthropic.requests.length).toBe(before)
+    expect(openai.requests.at(-1)!.body.messages.at(-1)).toEqual({ role: 'tool', tool_call_id: TWO_CALLS[0]!.id, content: 'dry' })
   })
 
   it('answers runPrompt when the run starts waiting for tool results', async () => {
