@@ -1,24 +1,16 @@
 import type { CapacityPools, Release } from '../capacity/capacity-pool.js'
 import type { Backend } from '../domain/catalog.js'
 import { PromptlineError, ToolTimeoutError } from '../domain/errors.js'
-import {
-  addUsage,
-  type ChatMessage,
-  type QueueEntryRecord,
-  type RunRecord,
-  type TerminalReason,
-  type Usage,
-  usageOf,
-} from '../domain/records.js'
-import { redactSettings } from '../domain/settings.js'
+import { type ChatMessage, type QueueEntryRecord, type RunRecord, type TerminalReason, usageOf } from '../domain/records.js'
 import { NO_TOOLS } from '../domain/tools.js'
 import { inRunSpan } from '../domain/tracing.js'
 import type { ModelClient } from '../providers/model-client.js'
-import { type Answer, type AnswerHooks, type AnswerProgress, produceAnswer } from './answer.js'
+import { type AnswerHooks, type AnswerProgress, produceAnswer } from './answer.js'
 import { ModelCaller } from './model-caller.js'
 import { alternativeOf, type Branch, type BranchFactory, runParallel } from './parallel.js'
 import type { AdmittedPrompt, Candidate, PromptPreparer } from './prepare.js'
 import type { RecordJournal } from './record-journal.js'
+import { carriedOf, difference, follow, recordFinish, tally } from './run-accounting.js'
 import { type RunEnding, RunRecorder, type RunRecorderDeps, type Stall } from './run-recorder.js'
 import { SteerInbox } from './steer-inbox.js'
 import { type CoalescerPacing, TokenCoalescer } from './token-coalescer.js'
@@ -321,72 +313,7 @@ export class RunExecutor {
   }
 }
 
-/** How the model's last answer (or its round of calls) ended, on the run. */
-function recordFinish(run: RunRecord, answer: Answer): void {
-  Object.assign(run, {
-    finishReason: answer.end?.finish.reason ?? null,
-    vendorFinishReason: answer.end?.finish.vendorReason ?? null,
-    refusal: answer.end?.finish.refusal ?? null,
-    reasoning: answer.end?.reasoning ?? null,
-  } satisfies Partial<RunRecord>)
-}
-
-/** What a run resumed after a restart had used before it: its later calls add to it. */
-interface Carried {
-  usage: Usage
-  cost: number | null
-  attempts: RunRecord['failoverAttempts']
-  priceTable: string | null
-}
-
-const carriedOf = (run: RunRecord): Carried => ({
-  usage: run.usage ?? usageOf(),
-  cost: run.costUsd,
-  attempts: run.failoverAttempts,
-  priceTable: run.priceTable,
-})
-
-function difference(total: Usage, before: Usage): Usage {
-  return usageOf({
-    inputTokens: total.inputTokens - before.inputTokens,
-    outputTokens: total.outputTokens - before.outputTokens,
-    cacheReadTokens: total.cacheReadTokens - before.cacheReadTokens,
-    cacheWriteTokens: total.cacheWriteTokens - before.cacheWriteTokens,
-    reasoningTokens: total.reasoningTokens - before.reasoningTokens,
-  })
-}
-
 /** The candidates a run goes on with: the parallel chain of the profile that answered (a resumed run), else the profile's. */
 function answeringChain(resolution: AdmittedPrompt, profileId: string | null): Candidate[] {
   return resolution.parallel?.find((chain) => chain[0]!.profile.id === profileId) ?? resolution.candidates
-}
-
-/** The run reports the profile that answered (after a failover, or a parallel selection). */
-function follow(run: RunRecord, candidate: Candidate): void {
-  Object.assign(run, {
-    profileId: candidate.profile.id,
-    backendId: candidate.backend.id,
-    model: candidate.model,
-    settings: redactSettings(candidate.settings),
-  })
-}
-
-/** Output, usage, cost and attempts of every branch (and of the run before a restart), on the run. */
-function tally(run: RunRecord, output: string, branches: Branch[], carried: Carried | null): void {
-  run.output = output
-  run.usage = usageOf()
-  run.costUsd = branches.length === 0 && !carried ? null : 0
-  const tables = new Set<string>()
-  if (carried) {
-    addUsage(run.usage, carried.usage)
-    run.costUsd = carried.cost
-    for (const table of carried.priceTable?.split(', ') ?? []) tables.add(table)
-  }
-  for (const b of branches) {
-    addUsage(run.usage, b.caller.usage)
-    run.costUsd = run.costUsd === null || b.caller.cost === null ? null : run.costUsd + b.caller.cost
-    for (const table of b.caller.priceTables) tables.add(table)
-  }
-  run.priceTable = run.costUsd === null || tables.size === 0 ? null : [...tables].sort().join(', ')
-  run.failoverAttempts = [...(carried?.attempts ?? []), ...branches.flatMap((b) => b.caller.attempts)]
 }
