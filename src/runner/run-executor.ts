@@ -1,20 +1,20 @@
 import type { CapacityPools, Release } from '../capacity/capacity-pool.js'
 import type { Backend } from '../domain/catalog.js'
 import { PromptlineError, ToolTimeoutError } from '../domain/errors.js'
-import { type ChatMessage, type QueueEntryRecord, type RunRecord, type TerminalReason, usageOf } from '../domain/records.js'
-import { NO_TOOLS } from '../domain/tools.js'
+import type { QueueEntryRecord, RunRecord, TerminalReason } from '../domain/records.js'
 import { inRunSpan } from '../domain/tracing.js'
 import type { ModelClient } from '../providers/model-client.js'
-import { type AnswerHooks, type AnswerProgress, produceAnswer } from './answer.js'
+import type { AnswerHooks, AnswerProgress } from './answer.js'
 import { ModelCaller } from './model-caller.js'
 import { alternativeOf, type Branch, type BranchFactory, runParallel } from './parallel.js'
 import type { AdmittedPrompt, Candidate, PromptPreparer } from './prepare.js'
 import type { RecordJournal } from './record-journal.js'
-import { carriedOf, difference, follow, recordFinish, tally } from './run-accounting.js'
+import { carriedOf, follow, recordFinish, tally } from './run-accounting.js'
 import { type RunEnding, RunRecorder, type RunRecorderDeps, type Stall } from './run-recorder.js'
 import { SteerInbox } from './steer-inbox.js'
 import { type CoalescerPacing, TokenCoalescer } from './token-coalescer.js'
-import { roundMessages, type SubmittedResult, ToolRounds } from './tool-rounds.js'
+import { answerThroughRounds } from './tool-loop.js'
+import { type SubmittedResult, ToolRounds } from './tool-rounds.js'
 
 /** Why a run was stopped from outside; the abort signal's reason. */
 export class RunStop {
@@ -186,8 +186,6 @@ export class RunExecutor {
       },
     })
     let turn: AdmittedPrompt['turn'] = []
-    // what the run's rounds of tool calls added to the conversation, so far
-    let added: ChatMessage[] = tools.replayed()
     try {
       const resolution = admitted ?? (await this.deps.preparer.admit(run.tenantId, entry.sessionId, entry.request))
       signal.throwIfAborted()
@@ -227,42 +225,25 @@ export class RunExecutor {
           preparer,
         })
       } else selected = branch(answeringChain(resolution, run.profileId), signal, null)
-      // rounds of tool calls, on the answer's candidate, until an answer without calls
-      const { caller, progress } = selected
-      const { output } = prepared
-      let answer = selected.answer
-      let before = usageOf()
-      // a resumed run's rounds go on with attempts after the waiting round's
-      progress.attempt = tools.waiting?.attempt ?? progress.attempt
-      for (;;) {
-        if (tools.waiting) {
-          releaseLeases() // a run waiting for tool results holds no capacity
-          added = [...added, ...(await tools.results(signal))]
-          recorder.resumeGenerating()
-          // steers that came while it waited go with the results
-          for (const steer of steers.take()) {
-            added.push({ role: 'user', content: steer.text })
-            recorder.publish({ type: 'STEER_APPLIED', steerId: steer.steerId })
-          }
-          progress.attempt++
-        }
-        const messages = [...prepared.messages, ...added]
-        answer ??= await produceAnswer({ caller, messages, output, maxRepairs, steers, progress, hooks: hooks(selected, true) })
-        if (answer.toolCalls.length === 0) break
-        follow(run, caller.candidate)
-        recordFinish(run, answer)
-        const preamble = progress.transcript.splice(0)
-        added = [...added, ...preamble]
-        const usage = difference(caller.usage, before)
-        before = { ...caller.usage }
-        // the row written with the round shows what the run used so far
-        tally(run, answer.text, branches, carried)
-        await tools.open(answer, { preamble, usage, attempt: progress.attempt }, caller.candidate.tooling ?? NO_TOOLS)
-        answer = null
-      }
+      const answer = await answerThroughRounds({
+        branch: selected,
+        prepared,
+        maxRepairs,
+        steers,
+        tools,
+        recorder,
+        hooks: hooks(selected, true),
+        signal,
+        releaseLeases,
+        account: (round) => {
+          follow(run, selected.caller.candidate)
+          recordFinish(run, round)
+          tally(run, round.text, branches, carried)
+        },
+      })
       selected.answer = answer
       selected.status = 'COMPLETED'
-      follow(run, caller.candidate)
+      follow(run, selected.caller.candidate)
       recordFinish(run, answer)
       Object.assign(run, {
         parsedOutput: answer.validation.parsed ?? null,
@@ -272,7 +253,7 @@ export class RunExecutor {
       tally(run, answer.text, branches, carried)
       const transcript = [
         ...turn,
-        ...added,
+        ...tools.added,
         ...selected.progress.transcript,
         { role: 'assistant' as const, content: selected.progress.segment },
       ]
@@ -284,8 +265,8 @@ export class RunExecutor {
         if (error.reason === 'SHUTDOWN' && tools.waiting) return null
         const partial = lead && lead.progress.segment !== '' ? [{ role: 'assistant' as const, content: lead.progress.segment }] : []
         // stopped while it waited: its turn ends with the calls (a replay leaves out those without a result)
-        const last = tools.waiting ? roundMessages(tools.waiting) : [...(lead?.progress.transcript ?? []), ...partial]
-        const transcript = [...turn, ...added, ...last]
+        const last = tools.waiting ? [] : [...(lead?.progress.transcript ?? []), ...partial]
+        const transcript = [...turn, ...tools.exchange(), ...last]
         const history = error.keepTurn ? 'INTERRUPT' : 'NONE'
         return {
           status: 'ABORTED',

@@ -13,7 +13,7 @@ export interface SubmittedResult {
 }
 
 /** What a round adds to the conversation: the assistant's calls, then each call's result, in call order. */
-export function roundMessages(round: ToolRound): ChatMessage[] {
+function roundMessages(round: ToolRound): ChatMessage[] {
   const toolCalls = round.calls.map(({ callId, name, arguments: args }) => ({ callId, name, arguments: args }))
   const call: ChatMessage = { role: 'assistant', content: round.text, toolCalls, reasoning: round.reasoning }
   const results = round.calls.flatMap((c) => {
@@ -30,8 +30,12 @@ export function roundMessages(round: ToolRound): ChatMessage[] {
  */
 export class ToolRounds {
   private gate: ToolResultsGate | null = null
+  /** What the rounds whose results came added to the conversation (for a resumed run, those before its waiting one). */
+  readonly added: ChatMessage[]
 
-  constructor(private readonly recorder: RunRecorder) {}
+  constructor(private readonly recorder: RunRecorder) {
+    this.added = this.rounds.filter((r) => r !== this.waiting).flatMap(roundMessages)
+  }
 
   private get rounds(): ToolRound[] {
     return this.recorder.run.toolRounds
@@ -44,13 +48,12 @@ export class ToolRounds {
   }
 
   /** The model answered with calls: a new round, written and announced, that waits for its results. */
-  async open(answer: Answer, of: Pick<ToolRound, 'preamble' | 'usage' | 'attempt'>, tooling: Tooling): Promise<ToolRound> {
+  async open(answer: Answer, of: Pick<ToolRound, 'preamble' | 'text' | 'usage' | 'attempt'>, tooling: Tooling): Promise<ToolRound> {
     if (this.rounds.length >= tooling.maxToolRounds) {
       throw new GenerationError(`the model asked for more than ${tooling.maxToolRounds} rounds of tool calls (maxToolRounds)`)
     }
     const round: ToolRound = {
       ...of,
-      text: answer.text,
       calls: answer.toolCalls.map((call) => ({ ...call, argumentErrors: argumentErrors(call, tooling.tools) })),
       results: [],
       deadline: new Date(Date.now() + tooling.toolTimeoutMs).toISOString(),
@@ -60,20 +63,20 @@ export class ToolRounds {
     return round
   }
 
-  /** Waits until every call of the waiting round has a result: the messages the round adds. */
-  async results(signal: AbortSignal): Promise<ChatMessage[]> {
+  /** Waits until every call of the waiting round has a result; the round's messages join `added`. */
+  async results(signal: AbortSignal): Promise<void> {
     this.gate = new ToolResultsGate(() => pendingCalls(this.waiting!).length, this.waiting!.deadline)
     try {
       await this.gate.wait(signal)
     } finally {
       this.gate = null
     }
-    return roundMessages(this.waiting!)
+    this.added.push(...roundMessages(this.waiting!))
   }
 
-  /** The messages the rounds before the waiting one added (a run resumed after a restart). */
-  replayed(): ChatMessage[] {
-    return this.rounds.filter((r) => r !== this.waiting).flatMap(roundMessages)
+  /** The whole exchange so far: `added`, and the waiting round's calls with the results it has (for a run stopped while it waits). */
+  exchange(): ChatMessage[] {
+    return this.waiting ? [...this.added, ...roundMessages(this.waiting)] : this.added
   }
 
   /**

@@ -311,6 +311,27 @@ prompts:
     expect(openai.requests.at(-1)!.body.messages.at(-1)).toEqual({ role: 'tool', tool_call_id: TWO_CALLS[0]!.id, content: 'dry' })
   })
 
+  it('keeps a steered segment before the calls once, in order, in what the model sees next', async () => {
+    openai.script({ tokens: ['Looking ', 'it ', 'up ', 'now ', 'for ', 'you '], delayMs: 300 }, { tokens: [], toolCalls: [TWO_CALLS[0]!] })
+    const sessionId = await createSession(t, `tools-${sessions++}`)
+    const entry = await enqueue(t, { sessionId, input: 'weather?', profileId: 'oa-plain', tools: [WEATHER] })
+    const runId = (await waitForEntry(t, sessionId, entry.queueId, ['RUNNING'])).runId!
+    const events = t.subscribe(RunToolEventsDocument, { runId })
+    await t.request(SteerPromptDocument, { input: { sessionId, queueId: entry.queueId, steerId: 'paris', text: 'in Paris' } })
+    await events.until((r) => r.some((e) => e.data?.runEvents.__typename === 'ToolCallsRequestedEvent'))
+    const [call] = (await runOf(runId)).pendingToolCalls
+    await submit({ runId, results: [{ callId: call!.callId, output: 'fine' }] })
+    await events.done()
+    const roles = openai.requests.at(-1)!.body.messages.map((m: { role: string; content: unknown }) => [m.role, m.content])
+    expect(roles).toEqual([
+      ['user', 'weather?'],
+      ['assistant', expect.stringMatching(/^Looking /)],
+      ['user', 'in Paris'],
+      ['assistant', null],
+      ['tool', 'fine'],
+    ])
+  })
+
   it('answers runPrompt when the run starts waiting for tool results', async () => {
     const sessionId = await createSession(t, `tools-${sessions++}`)
     const { data } = await t.request(RunPromptDocument, {
