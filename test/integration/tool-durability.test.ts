@@ -1,7 +1,8 @@
 import type { ChildProcess } from 'node:child_process'
 import { randomBytes } from 'node:crypto'
-import { afterEach, describe, expect, it } from 'vitest'
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest'
 import { openStore } from '../../src/store/store.js'
+import { FakeVendorServer } from '../fixtures/fake-vendor.js'
 import {
   CreateSessionDocument,
   EnqueuePromptDocument,
@@ -11,6 +12,7 @@ import {
   SessionToolHistoryDocument,
   SubmitToolResultsDocument,
 } from '../generated/graphql.js'
+import { catalogDir } from '../helpers/catalog-dir.js'
 import { createTestDatabase, providers, type TestDatabase } from '../helpers/databases.js'
 import { killHard, post, startServerProcess } from '../helpers/process.js'
 
@@ -29,14 +31,47 @@ async function runUntil(url: string, runId: string, statuses: string[], timeoutM
   }
 }
 
-/** Creates a session on `url` and enqueues a prompt the fake backend answers with a call of get_weather. */
-async function waitingRun(url: string, sessionId: string): Promise<Run> {
-  await post(url, CreateSessionDocument, { input: { id: sessionId, defaultProfileId: 'fake-echo' } })
-  const admitted = (
-    await post(url, EnqueuePromptDocument, {
-      input: { sessionId, input: 'use get_weather for Oslo', tools: [WEATHER], overrides: { extra: { toolArguments: { city: 'Oslo' } } } },
-    })
-  ).enqueuePrompt
+let openai: FakeVendorServer
+let anthropic: FakeVendorServer
+/** The server processes' catalog and keys: the fake backend, and OpenAI's and Anthropic's APIs faked on 127.0.0.1. */
+let vendorEnv: Record<string, string>
+beforeAll(async () => {
+  openai = await FakeVendorServer.start('openai')
+  anthropic = await FakeVendorServer.start('anthropic')
+  const catalog = catalogDir({
+    'catalog.yaml': `
+backends:
+  - { id: fake, kind: FAKE }
+  - { id: oa, kind: OPENAI, baseUrl: "${openai.baseUrl}", credentialEnv: OA_KEY }
+  - { id: an, kind: ANTHROPIC, baseUrl: "${anthropic.baseUrl}", credentialEnv: AN_KEY }
+profiles:
+  - { id: fake-echo, backendId: fake, model: echo }
+  - { id: oa-plain, backendId: oa, model: gpt-test }
+  - { id: an-plain, backendId: an, model: claude-test }
+`,
+  })
+  vendorEnv = { PROMPTLINE_CATALOG: catalog, OA_KEY: 'sk-oa-test', AN_KEY: 'sk-an-test' }
+})
+afterAll(async () => {
+  await openai?.close()
+  await anthropic?.close()
+})
+
+const VENDORS = [
+  ['OpenAI', 'oa-plain', () => openai],
+  ['Anthropic', 'an-plain', () => anthropic],
+] as const
+
+/** Creates a session on `url` and enqueues a prompt the profile's model answers with a call of get_weather. */
+async function waitingRun(url: string, sessionId: string, profileId = 'fake-echo'): Promise<Run> {
+  await post(url, CreateSessionDocument, { input: { id: sessionId, defaultProfileId: profileId } })
+  const input = {
+    sessionId,
+    input: 'use get_weather for Oslo',
+    tools: [WEATHER],
+    overrides: { extra: { toolArguments: { city: 'Oslo' } } },
+  }
+  const admitted = (await post(url, EnqueuePromptDocument, { input })).enqueuePrompt
   if (admitted.__typename !== 'EnqueuePromptPayload') throw new Error(`not admitted: ${JSON.stringify(admitted)}`)
   const deadline = Date.now() + 20_000
   for (;;) {
@@ -56,34 +91,40 @@ describe.each(providers)('a run waiting for tool results across a crash (%s)', (
     await database?.drop()
   })
 
-  it('goes on after kill -9 of its server: the restarted server takes the results and completes the same run', async () => {
-    database = await createTestDatabase(provider)
-    const first = await startServerProcess(database.url)
-    children.push(first.child)
-    const waiting = await waitingRun(first.url, 'crash-tools')
-    const [call] = waiting.pendingToolCalls
-    expect(call).toMatchObject({ name: 'get_weather', arguments: { city: 'Oslo' } })
-    await killHard(first.child)
+  it.each(VENDORS)(
+    '%s: goes on after kill -9 of its server: the restarted server takes the results and completes the same run',
+    async (_v, profileId, vendor) => {
+      vendor().script({ tokens: [], toolCalls: [{ name: 'get_weather', arguments: '{"city": "Oslo"}' }] })
+      database = await createTestDatabase(provider)
+      const first = await startServerProcess(database.url, vendorEnv)
+      children.push(first.child)
+      const waiting = await waitingRun(first.url, 'crash-tools', profileId)
+      const [call] = waiting.pendingToolCalls
+      expect(call).toMatchObject({ name: 'get_weather', arguments: { city: 'Oslo' } })
+      await killHard(first.child)
 
-    const second = await startServerProcess(database.url)
-    children.push(second.child)
-    expect((await runUntil(second.url, waiting.id, ['REQUIRES_ACTION'])).pendingToolCalls).toEqual(waiting.pendingToolCalls)
-    const submitted = (
-      await post(second.url, SubmitToolResultsDocument, {
-        input: { runId: waiting.id, results: [{ callId: call!.callId, output: 'snow' }] },
-      })
-    ).submitToolResults
-    expect(submitted.__typename).toBe('SubmitToolResultsPayload')
-    const done = await runUntil(second.url, waiting.id, ['COMPLETED', 'FAILED', 'ABORTED'])
-    expect(done).toMatchObject({ status: 'COMPLETED', output: 'snow', terminalReason: 'COMPLETED' })
-    const history = (await post(second.url, SessionToolHistoryDocument, { id: 'crash-tools' })).session!.messages
-    expect(history.map((m) => [m.role, m.content])).toEqual([
-      ['USER', 'use get_weather for Oslo'],
-      ['ASSISTANT', ''],
-      ['TOOL', 'snow'],
-      ['ASSISTANT', 'snow'],
-    ])
-  })
+      const second = await startServerProcess(database.url, vendorEnv)
+      children.push(second.child)
+      expect((await runUntil(second.url, waiting.id, ['REQUIRES_ACTION'])).pendingToolCalls).toEqual(waiting.pendingToolCalls)
+      const submitted = (
+        await post(second.url, SubmitToolResultsDocument, {
+          input: { runId: waiting.id, results: [{ callId: call!.callId, output: 'snow' }] },
+        })
+      ).submitToolResults
+      expect(submitted.__typename).toBe('SubmitToolResultsPayload')
+      const done = await runUntil(second.url, waiting.id, ['COMPLETED', 'FAILED', 'ABORTED'])
+      expect(done).toMatchObject({ status: 'COMPLETED', output: 'snow', terminalReason: 'COMPLETED' })
+      const history = (await post(second.url, SessionToolHistoryDocument, { id: 'crash-tools' })).session!.messages
+      expect(history.map((m) => [m.role, m.content])).toEqual([
+        ['USER', 'use get_weather for Oslo'],
+        ['ASSISTANT', ''],
+        ['TOOL', 'snow'],
+        ['ASSISTANT', 'snow'],
+      ])
+      // the restarted server sent the vendor the call and its result, paired
+      expect(JSON.stringify(vendor().requests.at(-1)!.body.messages)).toContain(call!.callId)
+    },
+  )
 
   it('is left waiting by a graceful shutdown (SIGTERM), in the store, and the next start takes its results', async () => {
     database = await createTestDatabase(provider)
@@ -120,10 +161,11 @@ describe.skipIf(!(process.env.DATABASE_URL && process.env.REDIS_URL))('a run wai
 
   it('takes results submitted to the instance that does not hold the session, and completes there', async () => {
     database = await createTestDatabase('postgresql')
-    const env = { REDIS_URL: process.env.REDIS_URL!, PROMPTLINE_REDIS_PREFIX: `test-${randomBytes(6).toString('hex')}:` }
+    anthropic.script({ tokens: [], toolCalls: [{ name: 'get_weather', arguments: '{"city": "Oslo"}' }] })
+    const env = { ...vendorEnv, REDIS_URL: process.env.REDIS_URL!, PROMPTLINE_REDIS_PREFIX: `test-${randomBytes(6).toString('hex')}:` }
     const [a, b] = await Promise.all([startServerProcess(database.url, env), startServerProcess(database.url, env)])
     children.push(a.child, b.child)
-    const waiting = await waitingRun(a.url, 'two-tools')
+    const waiting = await waitingRun(a.url, 'two-tools', 'an-plain')
     const [call] = waiting.pendingToolCalls
     const submitted = (
       await post(b.url, SubmitToolResultsDocument, { input: { runId: waiting.id, results: [{ callId: call!.callId, output: 'fog' }] } })
