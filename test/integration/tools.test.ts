@@ -2,7 +2,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { FakeVendorServer } from '../fixtures/fake-vendor.js'
 import {
   AbortRunDocument,
-  EnqueuePromptDocument,
   RunPromptDocument,
   RunToolEventsDocument,
   RunToolsDocument,
