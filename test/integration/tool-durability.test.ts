@@ -12,7 +12,7 @@ import {
   SessionToolHistoryDocument,
   SubmitToolResultsDocument,
 } from '../generated/graphql.js'
-import { catalogDir } from '../helpers/catalog-dir.js'
+import { vendorCatalog } from '../helpers/catalog-dir.js'
 import { createTestDatabase, providers, type TestDatabase } from '../helpers/databases.js'
 import { killHard, post, startServerProcess } from '../helpers/process.js'
 
@@ -38,18 +38,7 @@ let vendorEnv: Record<string, string>
 beforeAll(async () => {
   openai = await FakeVendorServer.start('openai')
   anthropic = await FakeVendorServer.start('anthropic')
-  const catalog = catalogDir({
-    'catalog.yaml': `
-backends:
-  - { id: fake, kind: FAKE }
-  - { id: oa, kind: OPENAI, baseUrl: "${openai.baseUrl}", credentialEnv: OA_KEY }
-  - { id: an, kind: ANTHROPIC, baseUrl: "${anthropic.baseUrl}", credentialEnv: AN_KEY }
-profiles:
-  - { id: fake-echo, backendId: fake, model: echo }
-  - { id: oa-plain, backendId: oa, model: gpt-test }
-  - { id: an-plain, backendId: an, model: claude-test }
-`,
-  })
+  const catalog = vendorCatalog(openai, anthropic)
   vendorEnv = { PROMPTLINE_CATALOG: catalog, OA_KEY: 'sk-oa-test', AN_KEY: 'sk-an-test' }
 })
 afterAll(async () => {

@@ -11,7 +11,7 @@ import {
   type SubmitToolResultsInput,
   UpsertPromptDocument,
 } from '../generated/graphql.js'
-import { catalogDir } from '../helpers/catalog-dir.js'
+import { vendorCatalog } from '../helpers/catalog-dir.js'
 import { providers } from '../helpers/databases.js'
 import { createSession, enqueue, waitForEntry } from '../helpers/flow.js'
 import { startTestServer, type TestServer } from '../helpers/server.js'
@@ -40,25 +40,19 @@ describe.each(providers)('tool calls through the real vendor clients (%s)', (pro
   beforeAll(async () => {
     openai = await FakeVendorServer.start('openai')
     anthropic = await FakeVendorServer.start('anthropic')
-    const dir = catalogDir({
-      'catalog.yaml': `
-backends:
-  - { id: fake, kind: FAKE }
-  - { id: oa, kind: OPENAI, baseUrl: "${openai.baseUrl}", credentialEnv: OA_KEY }
-  - { id: an, kind: ANTHROPIC, baseUrl: "${anthropic.baseUrl}", credentialEnv: AN_KEY }
-  - { id: oa-once, kind: OPENAI, baseUrl: "${openai.baseUrl}", credentialEnv: OA_KEY, retry: { maxAttempts: 1 } }
-  - { id: oa-single, kind: OPENAI, baseUrl: "${openai.baseUrl}", credentialEnv: OA_KEY, capacity: { maxAccepted: 1, maxWaiting: 0 } }
-profiles:
-  - { id: fake-echo, backendId: fake, model: echo }
-  - { id: oa-plain, backendId: oa, model: gpt-test }
-  - { id: an-plain, backendId: an, model: claude-test }
-  - { id: oa-then-an, backendId: oa-once, model: gpt-test, candidates: [an-plain] }
-  - { id: oa-single, backendId: oa-single, model: gpt-test }
-prompts:
+    const dir = vendorCatalog(openai, anthropic, {
+      backends: [
+        `{ id: oa-once, kind: OPENAI, baseUrl: "${openai.baseUrl}", credentialEnv: OA_KEY, retry: { maxAttempts: 1 } }`,
+        `{ id: oa-single, kind: OPENAI, baseUrl: "${openai.baseUrl}", credentialEnv: OA_KEY, capacity: { maxAccepted: 1, maxWaiting: 0 } }`,
+      ],
+      profiles: [
+        '{ id: oa-then-an, backendId: oa-once, model: gpt-test, candidates: [an-plain] }',
+        '{ id: oa-single, backendId: oa-single, model: gpt-test }',
+      ],
+      prompts: `
   - id: race
     parallel: { profiles: [oa-plain, an-plain], select: FIRST_VALID }
-    messages: [{ role: user, content: "{{input}}" }]
-`,
+    messages: [{ role: user, content: "{{input}}" }]`,
     })
     t = await startTestServer({ provider, app: { catalogDir: dir }, secrets: { OA_KEY: 'sk-oa-key-1', AN_KEY: 'sk-an-key-2' } })
   })
