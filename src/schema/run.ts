@@ -309,7 +309,8 @@ const SubmitToolResultsPayload = builder.objectRef<{ run: RunRecord }>('SubmitTo
   fields: (t) => ({
     run: t.field({
       type: RunRef,
-      description: 'The run with the results taken: still REQUIRES_ACTION while calls are pending, else GENERATING on.',
+      description:
+        'The run with the results taken. While calls are pending it stays REQUIRES_ACTION; once none is, it goes on generating (it may still read REQUIRES_ACTION, with no pending call, for a moment).',
       resolve: (p) => p.run,
     }),
   }),
