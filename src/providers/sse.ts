@@ -39,7 +39,7 @@ export const STREAM_END = Symbol('the end of the stream')
 export async function* textDeltas<E>(
   body: ReadableStream<Uint8Array> | AsyncIterable<Uint8Array>,
   read: (event: ServerSentEvent) => string | null | typeof STREAM_END,
-  drain: () => E[],
+  drain: () => readonly E[],
 ): AsyncGenerator<{ type: 'delta'; text: string; deltas: number } | E> {
   for await (const events of serverSentEvents(body)) {
     const delta = { type: 'delta' as const, text: '', deltas: 0 }
@@ -63,7 +63,8 @@ export async function* textDeltas<E>(
       failure = error
     }
     if (delta.deltas > 0) yield delta
-    yield* drain()
+    const more = drain()
+    if (more.length > 0) yield* more
     if (failed) throw failure
     if (ended) return
   }

@@ -79,6 +79,9 @@ export interface AnswerReader {
   readonly toolCalls: ToolCallFragments
 }
 
+// what most reads drain: no tool call (one shared array, as this is asked once per network read)
+const NONE: readonly ToolCallDelta[] = []
+
 /**
  * The tool-call fragments of an answer as they are read, merged per call until they are
  * drained (once per network read), so arguments stream like text: one event per read and call.
@@ -92,8 +95,8 @@ export class ToolCallFragments {
     else known.arguments += args
   }
 
-  drain(): ToolCallDelta[] {
-    if (this.pending.size === 0) return []
+  drain(): readonly ToolCallDelta[] {
+    if (this.pending.size === 0) return NONE
     const drained = [...this.pending.values()]
     this.pending = new Map()
     return drained
