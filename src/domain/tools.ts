@@ -189,6 +189,10 @@ export interface ToolRound {
   attempt: number
 }
 
+/** Whether a submission with this key was already taken in one of the rounds (a repeat answers as it did). */
+export const submittedWith = (rounds: readonly ToolRound[], key: string | null): boolean =>
+  key !== null && rounds.some((r) => r.results.some((x) => x.idempotencyKey === key))
+
 /** A call still waiting for its result. */
 export const pendingCalls = (round: ToolRound): RoundCall[] =>
   round.calls.filter((call) => !round.results.some((r) => r.callId === call.callId))

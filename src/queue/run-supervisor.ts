@@ -1,6 +1,7 @@
 import { NotFoundError, SteerRejectedError, ToolResultRejectedError } from '../domain/errors.js'
 import { advanceEntry, isTerminalRun } from '../domain/lifecycles.js'
 import type { QueueEntryRecord, RunRecord } from '../domain/records.js'
+import { submittedWith } from '../domain/tools.js'
 import { type RunExecutor, RunStop } from '../runner/run-executor.js'
 import type { SubmittedResult } from '../runner/tool-rounds.js'
 import type { RunStore } from '../store/run-store.js'
@@ -107,7 +108,7 @@ export class RunSupervisor {
     }
     const run = await this.deps.runs.find(tenantId, runId)
     if (!run) throw new NotFoundError('run', runId)
-    if (key !== null && run.toolRounds.some((r) => r.results.some((x) => x.idempotencyKey === key))) return run
+    if (submittedWith(run.toolRounds, key)) return run
     throw new ToolResultRejectedError(`run '${runId}' is ${run.status}, not waiting for tool results`, 'NOT_WAITING')
   }
 

@@ -1,6 +1,6 @@
 import { GenerationError, ToolResultRejectedError } from '../domain/errors.js'
 import type { ChatMessage } from '../domain/records.js'
-import { argumentErrors, pendingCalls, type Tooling, type ToolRound } from '../domain/tools.js'
+import { argumentErrors, pendingCalls, submittedWith, type Tooling, type ToolRound } from '../domain/tools.js'
 import type { Answer } from './answer.js'
 import type { RunRecorder } from './run-recorder.js'
 import { ToolResultsGate } from './tool-calls.js'
@@ -87,7 +87,7 @@ export class ToolRounds {
   async submit(results: SubmittedResult[], idempotencyKey: string | null): Promise<void> {
     const at = new Date().toISOString()
     const taken = await this.recorder.recordResults((rounds) => {
-      if (idempotencyKey !== null && rounds.some((r) => r.results.some((x) => x.idempotencyKey === idempotencyKey))) return null
+      if (submittedWith(rounds, idempotencyKey)) return null
       const round = this.waiting
       if (!round) throw new ToolResultRejectedError('the run is not waiting for tool results', 'NOT_WAITING')
       rejectBadSubmission(round, results)
