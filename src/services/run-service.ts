@@ -163,7 +163,7 @@ export class RunService {
   async abortRun(tenantId: string, runId: string, reason: string | null): Promise<{ aborted: boolean; run: RunRecord }> {
     const why = reason === null ? null : parseInput(z.string().max(4096), reason, 'reason')
     const id = parseInput(recordIdSchema, runId, 'runId')
-    const sessionId = this.queue.isRunning(id) ? null : (await this.store.runs.find(tenantId, id))?.sessionId
+    const sessionId = await this.elsewhere(tenantId, id)
     if (!sessionId) return this.queue.abortRun(tenantId, id, why)
     return this.router.call(tenantId, sessionId, 'abortRun', [tenantId, id, why])
   }
@@ -173,9 +173,15 @@ export class RunService {
     const { runId, results, idempotencyKey } = parseInput(toolResultsSchema, input, 'input')
     const taken = results.map((r) => ({ callId: r.callId, output: r.output, isError: r.isError ?? false }))
     const key = idempotencyKey ?? null
-    const sessionId = this.queue.isRunning(runId) ? null : (await this.store.runs.find(tenantId, runId))?.sessionId
+    const sessionId = await this.elsewhere(tenantId, runId)
     if (!sessionId) return this.queue.submitToolResults(tenantId, runId, taken, key)
     return this.router.call(tenantId, sessionId, 'submitToolResults', [tenantId, runId, taken, key])
+  }
+
+  /** The session whose owner a use case of run `runId` goes to; null when it runs here (or has no session, or no row). */
+  private async elsewhere(tenantId: string, runId: string): Promise<string | null> {
+    if (this.queue.isRunning(runId)) return null
+    return (await this.store.runs.find(tenantId, runId))?.sessionId ?? null
   }
 
   async queueEntry(tenantId: string, sessionId: string, queueId: string): Promise<QueueEntryView | null> {
