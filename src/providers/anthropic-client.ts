@@ -2,7 +2,7 @@ import type Anthropic from '@anthropic-ai/sdk'
 import type { Message, MessageParam, RawMessageStreamEvent, Tool, ToolChoice } from '@anthropic-ai/sdk/resources/messages'
 import type { ChatMessage, FinishReason, Usage } from '../domain/records.js'
 import { usageOf } from '../domain/records.js'
-import type { Tooling } from '../domain/tools.js'
+import { parsedArguments, type Tooling } from '../domain/tools.js'
 import { ClientCache } from './client-cache.js'
 import type { GenerateEvent, GenerateRequest, ModelClient } from './model-client.js'
 import { classifyVendorError, vendorStreamError } from './provider-error.js'
@@ -50,14 +50,10 @@ function blocksOf(m: ChatMessage): Block[] {
   return blocks
 }
 
-/** A call's arguments as the object Anthropic replays; what does not parse goes as an empty object. */
+/** A call's arguments as the object Anthropic replays; what is not a JSON object goes as an empty one. */
 function parsedInput(args: string): Record<string, unknown> {
-  try {
-    const value = args.trim() === '' ? {} : JSON.parse(args)
-    return value !== null && typeof value === 'object' && !Array.isArray(value) ? value : {}
-  } catch {
-    return {}
-  }
+  const value = parsedArguments(args)
+  return value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>) : {}
 }
 
 const asBlocks = (content: string | Block[]): Block[] => (typeof content === 'string' ? [{ type: 'text', text: content }] : content)
