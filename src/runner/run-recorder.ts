@@ -74,47 +74,11 @@ export class RunRecorder {
     /** A run resumed after a restart (waiting for tool results): its row exists, nothing is inserted. */
     resumed: RunRecord | null = null,
   ) {
-    this.run = resumed
-      ? { ...resumed, heartbeatAt: now() }
-      : {
-          id: randomUUID(),
-          tenantId: entry.tenantId,
-          sessionId: entry.sessionId,
-          queueId: entry.queueId,
-          status: 'PREPARING',
-          promptId: entry.request.promptId,
-          promptVersion: null,
-          profileId: null,
-          backendId: null,
-          model: null,
-          definitionHash: null,
-          renderedHash: null,
-          settings: {},
-          output: null,
-          parsedOutput: null,
-          validation: null,
-          failoverAttempts: [],
-          alternatives: [],
-          usage: null,
-          costUsd: null,
-          priceTable: null,
-          startedAt: now(),
-          firstTokenAt: null,
-          finishedAt: null,
-          heartbeatAt: now(),
-          inFlightSince: null,
-          errorCode: null,
-          errorMessage: null,
-          terminalReason: null,
-          finishReason: null,
-          vendorFinishReason: null,
-          refusal: null,
-          reasoning: null,
-          toolRounds: [],
-        }
+    this.run = resumed ? { ...resumed, heartbeatAt: now() } : newRunRecord(entry)
     const { run } = this
     this.logger = deps.logger.child({ tenantId: run.tenantId, sessionId: run.sessionId, queueId: entry.queueId, runId: run.id })
     this.awaitingResults = run.status === 'REQUIRES_ACTION'
+    // a resumed run's row exists: its writes only follow the entry's earlier ones
     this.journal = resumed
       ? new RecordJournal(
           this.onWriteError,
@@ -342,4 +306,44 @@ export function endEntry(entry: QueueEntryRecord, run: RunRecord, unappliedSteer
   entry.error = run.errorCode ? { code: run.errorCode, message: run.errorMessage ?? '' } : null
   entry.unappliedSteerIds = unappliedSteerIds
   return entry
+}
+
+/** The record of a run that starts now for `entry`. */
+function newRunRecord(entry: QueueEntryRecord): RunRecord {
+  return {
+    id: randomUUID(),
+    tenantId: entry.tenantId,
+    sessionId: entry.sessionId,
+    queueId: entry.queueId,
+    status: 'PREPARING',
+    promptId: entry.request.promptId,
+    promptVersion: null,
+    profileId: null,
+    backendId: null,
+    model: null,
+    definitionHash: null,
+    renderedHash: null,
+    settings: {},
+    output: null,
+    parsedOutput: null,
+    validation: null,
+    failoverAttempts: [],
+    alternatives: [],
+    usage: null,
+    costUsd: null,
+    priceTable: null,
+    startedAt: now(),
+    firstTokenAt: null,
+    finishedAt: null,
+    heartbeatAt: now(),
+    inFlightSince: null,
+    errorCode: null,
+    errorMessage: null,
+    terminalReason: null,
+    finishReason: null,
+    vendorFinishReason: null,
+    refusal: null,
+    reasoning: null,
+    toolRounds: [],
+  }
 }
