@@ -1,6 +1,5 @@
-import { randomUUID } from 'node:crypto'
 import type { SessionEventData } from '../domain/events.js'
-import { advanceEntry, advanceRun, entryStatusOf, isTerminalEntry } from '../domain/lifecycles.js'
+import { advanceRun } from '../domain/lifecycles.js'
 import type { Logger } from '../domain/logger.js'
 import type { Metrics } from '../domain/metrics.js'
 import type { ChatMessage, MessageRecord, QueueEntryRecord, RunRecord, RunStatus, TerminalReason } from '../domain/records.js'
@@ -11,6 +10,7 @@ import type { RunLedger } from '../store/run-ledger.js'
 import type { RunStore } from '../store/run-store.js'
 import type { SessionMemory } from '../store/session-memory.js'
 import { RecordJournal } from './record-journal.js'
+import { endEntry, newRunRecord } from './run-records.js'
 
 export interface RunRecorderDeps {
   bus: SessionEventBus
@@ -296,54 +296,5 @@ export class RunRecorder {
         interrupted: interruptedLast && i === transcript.length - 1,
       })),
     )
-  }
-}
-
-/** Moves an entry to the end that mirrors its run's. */
-export function endEntry(entry: QueueEntryRecord, run: RunRecord, unappliedSteerIds: string[]): QueueEntryRecord {
-  if (!isTerminalEntry(entry.status)) advanceEntry(entry, entryStatusOf(run))
-  entry.finishedAt = run.finishedAt ?? now()
-  entry.error = run.errorCode ? { code: run.errorCode, message: run.errorMessage ?? '' } : null
-  entry.unappliedSteerIds = unappliedSteerIds
-  return entry
-}
-
-/** The record of a run that starts now for `entry`. */
-function newRunRecord(entry: QueueEntryRecord): RunRecord {
-  return {
-    id: randomUUID(),
-    tenantId: entry.tenantId,
-    sessionId: entry.sessionId,
-    queueId: entry.queueId,
-    status: 'PREPARING',
-    promptId: entry.request.promptId,
-    promptVersion: null,
-    profileId: null,
-    backendId: null,
-    model: null,
-    definitionHash: null,
-    renderedHash: null,
-    settings: {},
-    output: null,
-    parsedOutput: null,
-    validation: null,
-    failoverAttempts: [],
-    alternatives: [],
-    usage: null,
-    costUsd: null,
-    priceTable: null,
-    startedAt: now(),
-    firstTokenAt: null,
-    finishedAt: null,
-    heartbeatAt: now(),
-    inFlightSince: null,
-    errorCode: null,
-    errorMessage: null,
-    terminalReason: null,
-    finishReason: null,
-    vendorFinishReason: null,
-    refusal: null,
-    reasoning: null,
-    toolRounds: [],
   }
 }

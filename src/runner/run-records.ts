@@ -1,0 +1,54 @@
+import { randomUUID } from 'node:crypto'
+import { advanceEntry, entryStatusOf, isTerminalEntry } from '../domain/lifecycles.js'
+import type { QueueEntryRecord, RunRecord } from '../domain/records.js'
+
+const now = () => new Date().toISOString()
+
+/** Moves an entry to the end that mirrors its run's. */
+export function endEntry(entry: QueueEntryRecord, run: RunRecord, unappliedSteerIds: string[]): QueueEntryRecord {
+  if (!isTerminalEntry(entry.status)) advanceEntry(entry, entryStatusOf(run))
+  entry.finishedAt = run.finishedAt ?? now()
+  entry.error = run.errorCode ? { code: run.errorCode, message: run.errorMessage ?? '' } : null
+  entry.unappliedSteerIds = unappliedSteerIds
+  return entry
+}
+
+/** The record of a run that starts now for `entry`. */
+export function newRunRecord(entry: QueueEntryRecord): RunRecord {
+  return {
+    id: randomUUID(),
+    tenantId: entry.tenantId,
+    sessionId: entry.sessionId,
+    queueId: entry.queueId,
+    status: 'PREPARING',
+    promptId: entry.request.promptId,
+    promptVersion: null,
+    profileId: null,
+    backendId: null,
+    model: null,
+    definitionHash: null,
+    renderedHash: null,
+    settings: {},
+    output: null,
+    parsedOutput: null,
+    validation: null,
+    failoverAttempts: [],
+    alternatives: [],
+    usage: null,
+    costUsd: null,
+    priceTable: null,
+    startedAt: now(),
+    firstTokenAt: null,
+    finishedAt: null,
+    heartbeatAt: now(),
+    inFlightSince: null,
+    errorCode: null,
+    errorMessage: null,
+    terminalReason: null,
+    finishReason: null,
+    vendorFinishReason: null,
+    refusal: null,
+    reasoning: null,
+    toolRounds: [],
+  }
+}
