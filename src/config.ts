@@ -60,6 +60,10 @@ const configSchema = z.object({
     .string()
     .regex(/^\s*[A-Za-z_][A-Za-z0-9_]*(\s*,\s*[A-Za-z_][A-Za-z0-9_]*)*\s*$/, 'must be environment variable names separated by commas')
     .optional(),
+  PROMPTLINE_PROTECTED_LABELS: z
+    .string()
+    .regex(/^\s*[A-Za-z0-9][A-Za-z0-9_.-]*(\s*,\s*[A-Za-z0-9][A-Za-z0-9_.-]*)*\s*$/, 'must be label names separated by commas')
+    .optional(),
   LOG_LEVEL: z.enum(LOG_LEVELS).default('info'),
   LOG_FORMAT: z.enum(LOG_FORMATS).optional(),
   PROMPTLINE_MAX_OUTSTANDING_PER_SESSION: count(DEFAULT_QUEUE_LIMITS.maxOutstandingPerSession),
@@ -97,6 +101,8 @@ export interface Config {
   apiKeys: ApiKeyEntry[] | null
   /** Variables a profile or request may name for any backend's key, besides those the backend names. */
   credentialEnvAllowlist: string[]
+  /** Labels only an admin key may move, besides `production`. */
+  protectedLabels: string[]
   logLevel: LogLevel
   /** json for machines; pretty (pino-pretty) by default when stderr is a terminal. */
   logFormat: LogFormat
@@ -169,6 +175,10 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       publicSchema: c.PROMPTLINE_PUBLIC_SCHEMA === '1',
     },
     credentialEnvAllowlist: (c.PROMPTLINE_CREDENTIAL_ENV_ALLOWLIST ?? '')
+      .split(',')
+      .map((n) => n.trim())
+      .filter(Boolean),
+    protectedLabels: (c.PROMPTLINE_PROTECTED_LABELS ?? '')
       .split(',')
       .map((n) => n.trim())
       .filter(Boolean),

@@ -30,6 +30,7 @@ async function main(): Promise<void> {
       redisUrl: config.redisUrl,
       redisPrefix: config.redisPrefix,
       credentialEnvAllowlist: config.credentialEnvAllowlist,
+      protectedLabels: config.protectedLabels,
       apiKeys: config.apiKeys,
       requestLimits: config.requestLimits,
       budgets: config.budgets,

@@ -1,4 +1,13 @@
-import { type Backend, CATALOG_TENANT, type CatalogReader, type Profile, type Prompt, promptDefinitionHash } from '../domain/catalog.js'
+import { LRUCache } from 'lru-cache'
+import {
+  type Backend,
+  CATALOG_TENANT,
+  type CatalogReader,
+  type Profile,
+  type Prompt,
+  type PromptVersion,
+  promptDefinitionHash,
+} from '../domain/catalog.js'
 import {
   describeIssues,
   type ProfileDefinition,
@@ -8,9 +17,11 @@ import {
   toPromptDefinition,
 } from '../domain/definitions.js'
 import { ProfileLoadError, PromptLoadError } from '../domain/errors.js'
+import type { PromptLabel, PromptLabelMove } from '../domain/prompt-labels.js'
 import { templateVariables } from '../domain/template.js'
 import type { ProfileRow } from '../store/profile-store.js'
-import type { PromptRow } from '../store/prompt-store.js'
+import type { LabelMoveOutcome, LabelMoveRequest } from '../store/prompt-label-store.js'
+import type { PromptRow, PromptVersionRow } from '../store/prompt-store.js'
 import type { Store } from '../store/store.js'
 import type { CatalogFiles } from './files.js'
 
@@ -30,6 +41,9 @@ export class Catalog implements CatalogReader {
    */
   private readonly prompts: LookupCache<Prompt>
   private readonly profiles: LookupCache<Profile>
+  private readonly labels: LookupCache<PromptLabel>
+  /** A stored version never changes, so it is kept once read, whoever else writes. */
+  private readonly versions = new LRUCache<string, PromptVersion>({ max: 2_000 })
 
   private constructor(
     private readonly store: Store,
@@ -38,6 +52,7 @@ export class Catalog implements CatalogReader {
   ) {
     this.prompts = new LookupCache(cached)
     this.profiles = new LookupCache(cached)
+    this.labels = new LookupCache(cached)
     this.backends = new Map(files.backends.map((b) => [b.id, b]))
     this.fileProfiles = new Map(files.profiles.map((p) => [p.id, { ...p, source: 'CATALOG', updatedAt: null }]))
   }
@@ -52,6 +67,7 @@ export class Catalog implements CatalogReader {
         definition: prompt.definition,
         definitionHash: promptDefinitionHash(prompt.definition),
         floorVersion: await store.prompts.latestVersion(CATALOG_TENANT, prompt.id),
+        authorKeyId: null,
       })
     }
     await store.prompts.deleteExcept(
@@ -86,7 +102,13 @@ export class Catalog implements CatalogReader {
     return [...byId.values()].slice(0, limit).map(toPrompt)
   }
 
-  async savePrompt(tenantId: string, id: string, description: string | null, definition: PromptDefinition): Promise<Prompt> {
+  async savePrompt(
+    tenantId: string,
+    id: string,
+    description: string | null,
+    definition: PromptDefinition,
+    authorKeyId: string | null,
+  ): Promise<Prompt> {
     const [catalogRows, latest] = await Promise.all([
       this.store.prompts.find([CATALOG_TENANT], id),
       this.store.prompts.latestVersion(tenantId, id),
@@ -101,6 +123,7 @@ export class Catalog implements CatalogReader {
       // a shadowing prompt continues the numbering of the one it shadows, and a re-created
       // one the numbering of its deleted predecessor: a (id, version) pair is never reused
       floorVersion: Math.max(latest, catalogRows[0]?.version ?? 0),
+      authorKeyId,
     })
     this.prompts.drop(tenantId, id) // a lookup that raced the write may have cached the old row
     return toPrompt(row)
@@ -111,6 +134,47 @@ export class Catalog implements CatalogReader {
     this.prompts.drop(tenantId, id)
     if (await this.store.prompts.delete(tenantId, id)) return 'deleted'
     return (await this.store.prompts.find([CATALOG_TENANT], id)).length > 0 ? 'catalog' : 'missing'
+  }
+
+  /** The versions of a prompt id the tenant sees, newest first: its own, and the catalog file's it shadows. */
+  async promptVersions(tenantId: string, id: string, beforeVersion: number | null, limit: number): Promise<PromptVersion[]> {
+    // a version number is stored at most twice (tenant + catalog), so 2×limit rows cover `limit` versions
+    const rows = await this.store.prompts.versions([tenantId, CATALOG_TENANT], id, beforeVersion, limit * 2)
+    const byVersion = new Map<number, PromptVersionRow>()
+    for (const row of rows) if (!byVersion.has(row.version) || row.tenantId === tenantId) byVersion.set(row.version, row)
+    return [...byVersion.values()].slice(0, limit).map(toPromptVersion)
+  }
+
+  async getPromptVersion(tenantId: string, id: string, version: number): Promise<PromptVersion | null> {
+    const key = `${tenantId}/${id}#${version}`
+    const kept = this.versions.get(key)
+    if (kept) return kept
+    const rows = await this.store.prompts.version([tenantId, CATALOG_TENANT], id, version)
+    const row = rows.find((r) => r.tenantId === tenantId) ?? rows[0]
+    if (!row) return null
+    const found = toPromptVersion(row)
+    this.versions.set(key, found)
+    return found
+  }
+
+  getPromptLabel(tenantId: string, promptId: string, name: string): Promise<PromptLabel | null> {
+    return this.labels.get(tenantId, `${promptId}@${name}`, () => this.store.labels.find(tenantId, promptId, name))
+  }
+
+  listPromptLabels(tenantId: string, promptId: string): Promise<PromptLabel[]> {
+    return this.store.labels.list(tenantId, promptId)
+  }
+
+  async movePromptLabel(request: LabelMoveRequest): Promise<LabelMoveOutcome> {
+    const key = `${request.promptId}@${request.label}`
+    this.labels.drop(request.tenantId, key)
+    const outcome = await this.store.labels.move(request)
+    this.labels.drop(request.tenantId, key) // a lookup that raced the move may have cached the old label
+    return outcome
+  }
+
+  promptLabelMoves(tenantId: string, promptId: string, label: string | null, limit: number): Promise<PromptLabelMove[]> {
+    return this.store.labels.moves(tenantId, promptId, label, limit)
   }
 
   getProfile(tenantId: string, id: string): Promise<Profile | null> {
@@ -166,12 +230,31 @@ class LookupCache<T> {
   }
 }
 
-function toPrompt(row: PromptRow): Prompt {
-  const parsed = promptSchema.safeParse({ id: row.id, description: row.description, ...(row.definition as object) })
+/** A stored definition, checked on the way out. */
+function storedDefinition(id: string, version: number, stored: unknown, description: string | null) {
+  const parsed = promptSchema.safeParse({ id, description, ...(stored as object) })
   if (!parsed.success) {
-    throw new PromptLoadError(`prompt '${row.id}' version ${row.version} has an invalid stored definition: ${describeIssues(parsed.error)}`)
+    throw new PromptLoadError(`prompt '${id}' version ${version} has an invalid stored definition: ${describeIssues(parsed.error)}`)
   }
-  const { description, definition } = toPromptDefinition(parsed.data)
+  return toPromptDefinition(parsed.data)
+}
+
+function toPromptVersion(row: PromptVersionRow): PromptVersion {
+  const { definition } = storedDefinition(row.promptId, row.version, row.definition, null)
+  return {
+    promptId: row.promptId,
+    source: row.tenantId === CATALOG_TENANT ? 'CATALOG' : 'API',
+    version: row.version,
+    definitionHash: row.definitionHash,
+    definition,
+    variables: templateVariables(definition.messages.map((m) => m.content)),
+    authorKeyId: row.authorKeyId,
+    createdAt: row.createdAt,
+  }
+}
+
+function toPrompt(row: PromptRow): Prompt {
+  const { description, definition } = storedDefinition(row.id, row.version, row.definition, row.description)
   return {
     id: row.id,
     source: row.tenantId === CATALOG_TENANT ? 'CATALOG' : 'API',

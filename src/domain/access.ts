@@ -16,6 +16,9 @@ export interface Principal {
 /** With no API keys configured, every caller is this one tenant, with every right. */
 export const LOCAL_PRINCIPAL: Principal = Object.freeze({ tenantId: 'local', role: 'admin', keyId: 'local' })
 
+/** The key's id as recorded with what it did (a version saved, a label moved, a run); null where keys are off. */
+export const recordedKeyId = (principal: Principal): string | null => (principal.keyId === LOCAL_PRINCIPAL.keyId ? null : principal.keyId)
+
 /** A configured key: only its sha256 is kept, never the key. */
 export interface ApiKeyEntry extends Omit<Principal, 'keyId'> {
   sha256: string

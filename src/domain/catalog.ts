@@ -1,5 +1,6 @@
 import type { BackendDefinition, ProfileDefinition, PromptDefinition } from './definitions.js'
 import { hashValue } from './hash.js'
+import type { PromptLabel, PromptLabelMove } from './prompt-labels.js'
 
 /** The reserved tenant that owns file-defined prompts; no API key can map to it. */
 export const CATALOG_TENANT = '@catalog'
@@ -18,6 +19,19 @@ export interface Prompt {
   updatedAt: Date
 }
 
+/** One stored version of a prompt, as it was saved. */
+export interface PromptVersion {
+  promptId: string
+  source: DefinitionSource
+  version: number
+  definitionHash: string
+  definition: PromptDefinition
+  variables: string[]
+  /** The API key that saved it (its id); null for catalog files and where keys are off. */
+  authorKeyId: string | null
+  createdAt: Date
+}
+
 export interface Profile extends ProfileDefinition {
   source: DefinitionSource
   updatedAt: Date | null
@@ -28,8 +42,16 @@ export type Backend = BackendDefinition
 /** The definitions a run resolves against; the runner needs only this. */
 export interface CatalogReader {
   getPrompt(tenantId: string, id: string): Promise<Prompt | null>
+  /** A stored version of a prompt id as the tenant sees it (its own, else the catalog file's). */
+  getPromptVersion(tenantId: string, id: string, version: number): Promise<PromptVersion | null>
+  getPromptLabel(tenantId: string, promptId: string, name: string): Promise<PromptLabel | null>
   getProfile(tenantId: string, id: string): Promise<Profile | null>
   getBackend(id: string): Backend | null
 }
 
 export const promptDefinitionHash = (definition: PromptDefinition): string => hashValue(definition)
+
+/** A change to a tenant's catalog, published to its `catalogEvents` subscribers. */
+export type CatalogEvent =
+  | { type: 'PROMPT_VERSION_CREATED'; version: PromptVersion }
+  | { type: 'PROMPT_LABEL_MOVED'; move: PromptLabelMove }

@@ -19,6 +19,7 @@ export const ERROR_CODES = [
   'GENERATION',
   'TOOL_TIMEOUT',
   'TOOL_RESULT_REJECTED',
+  'LABEL_CONFLICT',
   'VALIDATION',
   'CANCELLED',
   'QUERY_TOO_COMPLEX',
@@ -134,6 +135,18 @@ export class ToolResultRejectedError extends PromptlineError {
   constructor(
     message: string,
     readonly reason: ToolResultRejection,
+  ) {
+    super(message)
+  }
+}
+
+/** A label named another version than the mover expected; it was not moved. */
+export class LabelConflictError extends PromptlineError {
+  readonly code = 'LABEL_CONFLICT'
+  constructor(
+    message: string,
+    /** The version the label names now; null when it does not exist. */
+    readonly currentVersion: number | null,
   ) {
     super(message)
   }

@@ -60,6 +60,27 @@ export interface RunRequest {
   webhookUrl?: string | null
   /** The request's own tools, over the prompt's and the profile's; absent when it declares none. */
   tools?: ToolLayer | null
+  /** Which version of the prompt: a number, or a label's (absent: `production` when set, else the newest). */
+  promptVersion?: number
+  promptLabel?: string
+  /** The caller's tags, recorded on the run; absent when none. */
+  tags?: string[]
+  /** The run whose request this one replays; absent otherwise. */
+  replayOf?: string
+  /** Fixed at admission, kept with the entry: a queued or recovered entry runs what it was admitted with. */
+  admission?: AdmissionFacts
+}
+
+/** What admission resolved a request to, and who admitted it. */
+export interface AdmissionFacts {
+  /** The prompt version resolved (null for a plain input). */
+  promptVersion: number | null
+  /** The label that chose it, `latest` included; null when a version was named or there is no prompt. */
+  promptLabel: string | null
+  /** For a split label: the session's bucket (0-99). */
+  splitBucket: number | null
+  /** The API key that admitted it (its id); null where keys are off. */
+  keyId: string | null
 }
 
 export interface SessionRecord {
@@ -221,6 +242,15 @@ export interface RunRecord {
   reasoning: Reasoning | null
   /** The run's rounds of tool calls, the last one pending while REQUIRES_ACTION. */
   toolRounds: ToolRound[]
+  /** The label that chose its prompt version (`latest` included); null when a version was named. */
+  promptLabel: string | null
+  /** A split label's bucket (0-99) for the run's session; null otherwise. */
+  splitBucket: number | null
+  /** The API key that admitted it (its id); null where keys are off. */
+  keyId: string | null
+  tags: string[]
+  /** The run whose stored request this one replays. */
+  replayOf: string | null
 }
 
 /** The model's thinking before its answer, as the vendor sent it. */
@@ -250,6 +280,10 @@ export interface ChatMessage {
 export interface RunFilter {
   sessionId?: string | null
   status?: RunStatus | null
+  promptId?: string | null
+  promptVersion?: number | null
+  promptLabel?: string | null
+  tag?: string | null
 }
 
 /** Where a page of runs starts: after this (startedAt, id), newest first. */

@@ -1,6 +1,7 @@
 import { z } from 'zod'
 import { envNameSchema, idSchema, parseInput, settingsLayerSchema } from './definitions.js'
 import { boundedJsonObject } from './json-bounds.js'
+import { promptRefShape } from './prompt-labels.js'
 import type { RunRequest } from './records.js'
 import { toolLayerOf, toolLayerShape } from './tools.js'
 import { webhookUrlSchema } from './webhooks.js'
@@ -8,25 +9,44 @@ import { webhookUrlSchema } from './webhooks.js'
 /** The longest user text a request may carry (an input, a steer). */
 export const MAX_TEXT = 1024 * 1024
 
+/** A tag: a short word to group runs and their usage by. */
+const tagSchema = z.string().regex(/^[A-Za-z0-9_.:/=-]{1,64}$/, 'must be 1-64 characters of A-Z a-z 0-9 _ . : / = -')
+const MAX_TAGS = 16
+
 /** What a caller asks to run; validated once, at the service boundary. */
 const runRequestSchema = z
   .strictObject({
     promptId: idSchema.nullish(),
+    promptRef: z.strictObject({ id: idSchema, ...promptRefShape }).nullish(),
     input: z.string().max(MAX_TEXT).nullish(),
     variables: boundedJsonObject('must be a JSON object of variable values').nullish(),
     profileId: idSchema.nullish(),
     overrides: settingsLayerSchema.nullish(),
     credentialEnv: envNameSchema.nullish(),
     ...toolLayerShape,
+    tags: z
+      .array(tagSchema)
+      .max(MAX_TAGS, `at most ${MAX_TAGS} tags`)
+      .refine((tags) => new Set(tags).size === tags.length, 'names a tag twice')
+      .nullish(),
   })
-  .refine((r) => r.promptId != null || r.input != null, { message: 'give a promptId or an input text', path: ['promptId'] })
+  .refine((r) => r.promptId != null || r.promptRef != null || r.input != null, {
+    message: 'give a promptId, a promptRef or an input text',
+    path: ['promptId'],
+  })
+  .refine((r) => r.promptId == null || r.promptRef == null, { message: 'give promptId or promptRef, not both', path: ['promptRef'] })
+  .refine((r) => r.promptRef?.version == null || r.promptRef.label == null, {
+    message: 'give at most one of version and label',
+    path: ['promptRef', 'label'],
+  })
 
 /** Parses an untrusted run request; a failure is an INVALID_REQUEST naming the field, rooted at `root`. */
 export function parseRunRequest(value: unknown, root: string): RunRequest {
   const parsed = parseInput(runRequestSchema, value, root)
   const tools = toolLayerOf(parsed)
+  const ref = parsed.promptRef
   return {
-    promptId: parsed.promptId ?? null,
+    promptId: ref?.id ?? parsed.promptId ?? null,
     input: parsed.input ?? null,
     variables: parsed.variables ?? null,
     profileId: parsed.profileId ?? null,
@@ -34,6 +54,9 @@ export function parseRunRequest(value: unknown, root: string): RunRequest {
     credentialEnv: parsed.credentialEnv ?? null,
     // absent when none is given, so a request's stored form (and its idempotency hash) stays as it was
     ...(Object.keys(tools).length > 0 && { tools }),
+    ...(ref?.version != null && { promptVersion: ref.version }),
+    ...(ref?.label != null && { promptLabel: ref.label }),
+    ...(parsed.tags != null && parsed.tags.length > 0 && { tags: parsed.tags }),
   }
 }
 
@@ -60,10 +83,12 @@ export interface AdmissionInput {
   request: RunRequest
   /** A scheduled prompt's key and debounce. */
   schedule: { key: string; debounceMs: number } | null
+  /** The API key admitting it (its id), recorded on the run; null where keys are off. */
+  keyId: string | null
 }
 
 /** Parses an untrusted admission (`input.*`); a failure is an INVALID_REQUEST naming the field. */
-export function parseAdmission(input: Record<string, unknown>, scheduled = false): AdmissionInput {
+export function parseAdmission(input: Record<string, unknown>, keyId: string | null, scheduled = false): AdmissionInput {
   const { sessionId, idempotencyKey, webhookUrl, ...rest } = input
   let request = rest
   let schedule: AdmissionInput['schedule'] = null
@@ -79,5 +104,6 @@ export function parseAdmission(input: Record<string, unknown>, scheduled = false
     webhookUrl: webhookUrl == null ? null : parseInput(webhookUrlSchema, webhookUrl, 'input.webhookUrl'),
     request: parseRunRequest(request, 'input'),
     schedule,
+    keyId,
   }
 }

@@ -3,6 +3,7 @@ import { setMaxListeners } from 'node:events'
 import { createRedisEventTarget } from '@graphql-yoga/redis-event-target'
 import { createPubSub, type PubSub, type PubSubEvent, type PubSubEventTarget } from '@graphql-yoga/subscription'
 import type { Redis } from 'ioredis'
+import type { CatalogEvent } from '../domain/catalog.js'
 import type { SessionEvent } from '../domain/events.js'
 import type { Logger } from '../domain/logger.js'
 
@@ -10,6 +11,8 @@ import type { Logger } from '../domain/logger.js'
 type DeploymentTopics = {
   /** A session's events, by `tenantId/sessionId`. */
   sessionEvents: [sessionKey: string, event: SessionEvent]
+  /** Changes to a tenant's catalog (new prompt versions, label moves), by tenant. */
+  catalogEvents: [tenantId: string, event: CatalogEvent]
   /** Calls to a session's owner and their answers, by the instance they are for. */
   calls: [instanceId: string, message: unknown]
 }

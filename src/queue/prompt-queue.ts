@@ -5,7 +5,7 @@ import { advanceEntry } from '../domain/lifecycles.js'
 import type { DurabilityTimes, QueueLimits } from '../domain/limits.js'
 import type { Logger } from '../domain/logger.js'
 import type { Metrics } from '../domain/metrics.js'
-import type { QueueEntryRecord, QueueEntryView, RunRecord, RunRequest, SessionStatus, WhenBusy } from '../domain/records.js'
+import type { AdmissionFacts, QueueEntryRecord, QueueEntryView, RunRecord, RunRequest, SessionStatus, WhenBusy } from '../domain/records.js'
 import type { SessionEventBus } from '../events/event-bus.js'
 import type { AdmittedPrompt } from '../runner/prepare.js'
 import { type RunExecutor, RunStop } from '../runner/run-executor.js'
@@ -32,6 +32,8 @@ export interface AdmitRequest {
   request: RunRequest
   /** The request resolved and rendered at admission; the run reuses it. */
   admitted: AdmittedPrompt
+  /** What admission fixed (the prompt version) and who admitted it: kept with the entry, so a recovered one runs the same. */
+  admission: AdmissionFacts
   whenBusy: WhenBusy
   schedule?: { key: string; debounceMs: number }
   /** A retry with the same key answers with the entry it first admitted. */
@@ -93,11 +95,14 @@ export class PromptQueue {
 
   async admit(admission: AdmitRequest): Promise<QueueEntryView> {
     if (this.closed) throw new InternalError('the server is shutting down and admits no prompts')
-    const { tenantId, sessionId, request, admitted, whenBusy, schedule } = admission
+    const { tenantId, sessionId, admitted, whenBusy, schedule } = admission
+    // the key guards what was asked; the entry keeps what it was resolved to
+    const asked = admission.request
+    const request: RunRequest = { ...asked, admission: admission.admission }
     const queue = await this.queues.get(tenantId, sessionId)
     if (queue.closing) throw new NotFoundError('session', sessionId)
     const idempotencyKey = admission.idempotencyKey ?? null
-    const idempotencyHash = idempotencyKey === null ? null : hashValue({ request, whenBusy, schedule: schedule ?? null })
+    const idempotencyHash = idempotencyKey === null ? null : hashValue({ request: asked, whenBusy, schedule: schedule ?? null })
     if (idempotencyKey !== null) {
       const earlier = await this.idempotent.existing(queue, idempotencyKey, idempotencyHash!)
       if (earlier) return queue.viewOf(earlier)

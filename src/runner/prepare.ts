@@ -16,6 +16,7 @@ import { type EffectiveSettings, mergeSettings } from '../domain/settings.js'
 import { renderTemplates } from '../domain/template.js'
 import { mergeTooling, pairedHistory, type ToolCall, type Tooling, type ToolLayer, toolLayerOf, undeclaredChoice } from '../domain/tools.js'
 import { unsupportedSetting } from '../providers/capabilities.js'
+import { choosePrompt } from './prompt-ref.js'
 
 /** The session history a prompt renders after its system messages. */
 export interface SessionHistory {
@@ -88,8 +89,11 @@ export interface Resolution extends ProfileTarget {
   parallel: Candidate[][] | null
   tenantId: string
   sessionId: string | null
-  /** Null for a plain `input` message. */
+  /** Null for a plain `input` message; else the version chosen. */
   prompt: Prompt | null
+  /** The label that chose the version (`latest` included), and a split label's bucket. */
+  promptLabel: string | null
+  splitBucket: number | null
   input: string | null
   profile: Profile
   backend: Backend
@@ -144,9 +148,9 @@ export class PromptPreparer {
     const session = sessionId === null ? null : await this.sessions.find(tenantId, sessionId)
     if (sessionId !== null && !session) throw new NotFoundError('session', sessionId)
 
-    // 2. the prompt definition
-    const prompt = promptId === null ? null : await this.catalog.getPrompt(tenantId, promptId)
-    if (promptId !== null && !prompt) throw new NotFoundError('prompt', promptId)
+    // 2. the prompt definition, at the version the request (or its admission) chose
+    const chosen = promptId === null ? null : await choosePrompt(this.catalog, tenantId, sessionId, { ...request, promptId })
+    const prompt = chosen?.prompt ?? null
 
     // 3. the profile: the request's, else the prompt's default, else the session's (a parallel
     // prompt runs its own profiles)
@@ -197,6 +201,8 @@ export class PromptPreparer {
       tenantId,
       sessionId,
       prompt,
+      promptLabel: chosen?.label ?? null,
+      splitBucket: chosen?.bucket ?? null,
       input,
       profile,
       backend: primary.backend,

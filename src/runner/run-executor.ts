@@ -191,6 +191,8 @@ export class RunExecutor {
       signal.throwIfAborted()
       follow(run, resolution.candidates[0]!)
       run.promptVersion = resolution.prompt?.version ?? null
+      run.promptLabel = resolution.promptLabel
+      run.splitBucket = resolution.splitBucket
       run.definitionHash = resolution.prompt?.definitionHash ?? null
       // admission: a lease on the first backend with credentials, before the history is read
       const chains = resolution.parallel ?? [resolution.candidates]

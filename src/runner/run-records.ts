@@ -50,5 +50,10 @@ export function newRunRecord(entry: QueueEntryRecord): RunRecord {
     refusal: null,
     reasoning: null,
     toolRounds: [],
+    promptLabel: entry.request.admission?.promptLabel ?? null,
+    splitBucket: entry.request.admission?.splitBucket ?? null,
+    keyId: entry.request.admission?.keyId ?? null,
+    tags: entry.request.tags ?? [],
+    replayOf: entry.request.replayOf ?? null,
   }
 }

@@ -5,6 +5,7 @@ import {
   CredentialsError,
   type ErrorCode,
   InvalidRequestError,
+  LabelConflictError,
   NotFoundError,
   ProfileLoadError,
   ProfileRequiredError,
@@ -44,6 +45,7 @@ export const ErrorCodeEnum = builder.enumType('ErrorCode', {
     GENERATION: 'The model call failed (after retries and failover) or its stream was cut.',
     TOOL_TIMEOUT: 'The run waited longer than its toolTimeoutMs for tool results.',
     TOOL_RESULT_REJECTED: 'Tool results could not be taken; see ToolResultRejectedError.reason. Nothing was kept.',
+    LABEL_CONFLICT: 'The label names another version than expectedVersion said; it was not moved (read it again, then retry).',
     VALIDATION: 'The output contract could not be checked at all.',
     CANCELLED: 'Cancelled or aborted before it finished.',
     UNAUTHENTICATED: 'No valid API key was given.',
@@ -141,6 +143,18 @@ builder.objectType(ToolResultRejectedError, {
   description: 'The tool results were not taken; nothing of the submission was kept.',
   interfaces: [ErrorInterface],
   fields: (t) => ({ reason: t.field({ type: ToolResultRejectionEnum, description: 'Why they were refused.', resolve: (e) => e.reason }) }),
+})
+
+builder.objectType(LabelConflictError, {
+  name: 'LabelConflictError',
+  description: 'Someone moved the label since you read it; nothing changed.',
+  interfaces: [ErrorInterface],
+  fields: (t) => ({
+    currentVersion: t.exposeInt('currentVersion', {
+      nullable: true,
+      description: 'The version the label names now (a split: its first); null when the label does not exist.',
+    }),
+  }),
 })
 
 /** Errors of the resolution phase, returned at admission so a bad prompt is refused at once. */

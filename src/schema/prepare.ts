@@ -26,6 +26,10 @@ const PreparedPromptRef = builder.objectRef<PreparedPrompt>('PreparedPrompt').im
       description: 'The prompt version resolved; null for a plain input.',
       resolve: (p) => p.prompt?.version ?? null,
     }),
+    promptLabel: t.exposeString('promptLabel', {
+      nullable: true,
+      description: "The label that chose the version ('latest' included); null when a version was named or for a plain input.",
+    }),
     definitionHash: t.string({
       nullable: true,
       description: 'sha256 of the canonical prompt definition.',
@@ -58,6 +62,7 @@ builder.queryField('preparePrompt', (t) =>
     resolve: (_root, { input }, ctx) =>
       ctx.services.runs.prepare(ctx.tenantId, {
         promptId: input.promptId == null ? null : String(input.promptId),
+        promptRef: input.promptRef,
         input: input.input,
         profileId: input.profileId == null ? null : String(input.profileId),
         variables: input.variables,

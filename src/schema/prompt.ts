@@ -77,7 +77,7 @@ const ParallelRef = builder.objectRef<ParallelSpec>('ParallelCandidates').implem
   }),
 })
 
-const PromptRef = builder.objectRef<Prompt>('Prompt').implement({
+export const PromptRef = builder.objectRef<Prompt>('Prompt').implement({
   description: 'A named prompt definition: message templates, default profile and output contract.',
   fields: (t) => ({
     id: t.exposeID('id', { description: 'The prompt id (yours, or the catalog file name).' }),
@@ -215,7 +215,7 @@ builder.mutationFields((t) => ({
     description: "Creates or changes this tenant's prompt; the version is bumped only when the definition changes. Needs an admin key.",
     errors: { types: [NotFoundError] },
     args: { input: t.arg({ type: UpsertPromptInput, required: true, description: 'The definition.' }) },
-    resolve: async (_root, { input }, ctx) => ({ prompt: await ctx.services.catalog.upsertPrompt(ctx.tenantId, input) }),
+    resolve: async (_root, { input }, ctx) => ({ prompt: await ctx.services.catalog.upsertPrompt(ctx, input) }),
   }),
   deletePrompt: t.field({
     type: DeletePromptPayload,

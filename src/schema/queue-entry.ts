@@ -61,6 +61,17 @@ export const QueueEntryRef = builder.objectRef<EntryShape>('QueueEntry').impleme
       resolve: (e) => e.position ?? null,
     }),
     promptId: t.id({ nullable: true, description: 'The prompt requested; null for a plain input.', resolve: (e) => e.request.promptId }),
+    promptVersion: t.int({
+      nullable: true,
+      description:
+        'The prompt version admission resolved and the entry will run, whatever its labels do meanwhile; null for a plain input.',
+      resolve: (e) => e.request.admission?.promptVersion ?? null,
+    }),
+    promptLabel: t.string({
+      nullable: true,
+      description: "The label that chose that version ('latest' included); null when a version was named or for a plain input.",
+      resolve: (e) => e.request.admission?.promptLabel ?? null,
+    }),
     input: t.string({ nullable: true, description: 'The plain input text, if any.', resolve: (e) => e.request.input }),
     profileId: t.id({ nullable: true, description: 'The profile the request named, if any.', resolve: (e) => e.request.profileId }),
     queuedAt: t.field({ type: 'DateTime', description: 'When it was admitted.', resolve: (e) => e.queuedAt }),
@@ -226,7 +237,7 @@ builder.mutationFields((t) => ({
     errors: { types: ADMISSION_ERRORS },
     args: { input: t.arg({ type: EnqueuePromptInput, required: true, description: 'The prompt to admit.' }) },
     resolve: async (_root, { input: { whenBusy, ...request } }, ctx) => ({
-      entry: await ctx.services.runs.enqueue(ctx.tenantId, request, whenBusy ?? 'ENQUEUE'),
+      entry: await ctx.services.runs.enqueue(ctx, request, whenBusy ?? 'ENQUEUE'),
     }),
   }),
   runPrompt: t.field({
@@ -239,14 +250,14 @@ builder.mutationFields((t) => ({
       timeoutMs: t.arg.int({ description: 'How long to wait for the run to end, in ms (default 60000, at most 3600000).' }),
     },
     resolve: (_root, { input: { whenBusy, ...request }, timeoutMs }, ctx) =>
-      ctx.services.runs.runPrompt(ctx.tenantId, request, whenBusy ?? 'ENQUEUE', timeoutMs ?? 60_000),
+      ctx.services.runs.runPrompt(ctx, request, whenBusy ?? 'ENQUEUE', timeoutMs ?? 60_000),
   }),
   schedulePrompt: t.field({
     type: SchedulePromptPayload,
     description: 'Queues a prompt after a debounce; the same scheduleKey before it fires replaces it.',
     errors: { types: ADMISSION_ERRORS },
     args: { input: t.arg({ type: SchedulePromptInput, required: true, description: 'The prompt and its schedule key.' }) },
-    resolve: async (_root, { input }, ctx) => ({ entry: await ctx.services.runs.schedule(ctx.tenantId, input) }),
+    resolve: async (_root, { input }, ctx) => ({ entry: await ctx.services.runs.schedule(ctx, input) }),
   }),
   cancelScheduledPrompt: t.field({
     type: CancelScheduledPromptPayload,

@@ -114,6 +114,18 @@ export const RunRef = builder.objectRef<RunRecord>('Run').implement({
       nullable: true,
       description: 'The prompt version admitted and run; null for a plain input or before resolution.',
     }),
+    promptLabel: t.exposeString('promptLabel', {
+      nullable: true,
+      description:
+        "The label that chose promptVersion at admission ('latest' included); null when a version was named, for a plain input, or before resolution.",
+    }),
+    splitBucket: t.exposeInt('splitBucket', {
+      nullable: true,
+      description: "When promptLabel was a split: the session's bucket (0-99) that picked the version; null otherwise.",
+    }),
+    keyId: t.exposeString('keyId', { nullable: true, description: 'The API key that admitted it (its id); null where keys are off.' }),
+    tags: t.exposeStringList('tags', { description: 'The tags its request carried.' }),
+    replayOf: t.exposeID('replayOf', { nullable: true, description: 'The run whose stored request this one replays; null otherwise.' }),
     profileId: t.exposeID('profileId', { nullable: true, description: 'Null when the run failed before a profile was resolved.' }),
     backendId: t.exposeID('backendId', {
       nullable: true,
@@ -271,14 +283,29 @@ builder.queryFields((t) => ({
   }),
   runs: t.field({
     type: RunConnection,
-    description: 'Runs, newest first, optionally of one session and in one status. Forward paging only.',
+    description: 'Runs, newest first, filtered by what is given. Forward paging only.',
     args: {
       sessionId: t.arg.id({ description: "Only this session's runs." }),
       status: t.arg({ type: RunStatusEnum, description: 'Only runs in this status.' }),
+      promptId: t.arg.id({ description: 'Only runs of this prompt.' }),
+      promptVersion: t.arg.int({ description: 'Only runs of this prompt version.' }),
+      promptLabel: t.arg.string({ description: 'Only runs whose version this label chose.' }),
+      tag: t.arg.string({ description: 'Only runs carrying this tag.' }),
       ...pageArgs(t.arg),
     },
     resolve: (_root, args, ctx) =>
-      resolveRunConnection(ctx, { sessionId: args.sessionId == null ? null : String(args.sessionId), status: args.status }, args),
+      resolveRunConnection(
+        ctx,
+        {
+          sessionId: args.sessionId == null ? null : String(args.sessionId),
+          status: args.status,
+          promptId: args.promptId == null ? null : String(args.promptId),
+          promptVersion: args.promptVersion,
+          promptLabel: args.promptLabel,
+          tag: args.tag,
+        },
+        args,
+      ),
   }),
 }))
 

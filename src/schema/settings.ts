@@ -27,15 +27,32 @@ export function settingsJson(settings: SettingsLayer | EffectiveSettings | null 
   })
 }
 
+const PromptRefInput = builder.inputType('PromptRefInput', {
+  description:
+    "A prompt at a version: give at most one of version and label; neither means the 'production' label when the prompt has it, else 'latest'. Resolved once, at admission.",
+  fields: (t) => ({
+    id: t.id({ required: true, description: 'The prompt.' }),
+    version: t.int({ description: 'A stored version number.' }),
+    label: t.string({ description: "A label of the prompt; 'latest' is always the newest version." }),
+  }),
+})
+
 /** The fields of a run request, shared by the enqueue, schedule and prepare inputs. */
 export function runRequestFields(t: PothosSchemaTypes.InputFieldBuilder<BuilderTypes, 'InputObject'>) {
   return {
-    promptId: t.id({ description: 'A catalog prompt; without one, input is sent as a plain user message.' }),
+    promptId: t.id({
+      description:
+        "A catalog prompt at its 'production' label, else its newest version; without one (or a promptRef), input is sent as a plain user message.",
+    }),
+    promptRef: t.field({ type: PromptRefInput, description: 'A prompt at a version or label (instead of promptId).' }),
     input: t.string({ description: "The user's text: the plain message, or the prompt's input variable." }),
     variables: t.field({ type: 'JSON', description: 'A JSON object with the template variables.' }),
     profileId: t.id({ description: "Overrides the prompt's (or the session's) default profile." }),
     overrides: t.field({ type: SettingsOverrideInput, description: 'The request settings layer, on top of backend and profile.' }),
     credentialEnv: t.string({ description: "An environment variable to take the API key from, over the profile's." }),
     ...toolInputFields(t),
+    tags: t.stringList({
+      description: 'Up to 16 tags (1-64 characters of A-Z a-z 0-9 _ . : / = -), recorded on the run; usageReport groups by them.',
+    }),
   }
 }

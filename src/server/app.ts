@@ -15,7 +15,9 @@ import {
   type RequestLimits,
 } from '../domain/limits.js'
 import type { Logger } from '../domain/logger.js'
+import { protectedLabels } from '../domain/prompt-labels.js'
 import { DEFAULT_RETRY_DELAYS_MS, WebhookSigners } from '../domain/webhooks.js'
+import { CatalogEvents } from '../events/catalog-events.js'
 import { type DeploymentLink, LocalLink, RedisLink } from '../events/deployment-pubsub.js'
 import { DEFAULT_EVENT_BUS_OPTIONS, type EventBusOptions, SessionEventBus } from '../events/event-bus.js'
 import { DEFAULT_WEBHOOK_TIMES, WebhookDispatcher, type WebhookDispatcherOptions } from '../events/webhook-dispatcher.js'
@@ -79,6 +81,8 @@ export interface AppOptions {
   apiKeys?: readonly ApiKeyEntry[] | null
   /** Environment variables any backend's key may be taken from, besides those each backend names. */
   credentialEnvAllowlist?: readonly string[]
+  /** Labels only an admin key may move, besides `production`. */
+  protectedLabels?: readonly string[]
   /** Model clients by backend kind; the fake one is built in. */
   clients?: Partial<Record<BackendKind, ModelClient>>
   /** Several instances share the database through this Redis: calls to sessions' owners, events. */
@@ -174,7 +178,10 @@ export async function createApp(options: AppOptions, secrets: SecretLookup, logg
     const sessions = new SessionService(store, sessionMemory, catalog, queue, router, signers)
     const budgets = new BudgetGuard(store, options.budgets ?? [])
     const services = {
-      catalog: new CatalogService(catalog, secrets, capacity, allowlist),
+      catalog: new CatalogService(catalog, secrets, capacity, new CatalogEvents(link.fanout), {
+        credentialEnvAllowlist: allowlist,
+        protectedLabels: protectedLabels(options.protectedLabels ?? []),
+      }),
       sessions,
       runs: new RunService(store, preparer, queue, bus, sessions, budgets, router, metrics, signers),
     }

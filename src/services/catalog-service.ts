@@ -1,9 +1,12 @@
 import type { CapacityPools, CapacitySnapshot } from '../capacity/capacity-pool.js'
 import type { Catalog } from '../catalog/catalog.js'
-import type { Backend, Profile, Prompt } from '../domain/catalog.js'
+import { type Principal, recordedKeyId } from '../domain/access.js'
+import type { Backend, Profile, Prompt, PromptVersion } from '../domain/catalog.js'
 import { credentialEnvAllowed, endpointAllowed, type SecretLookup } from '../domain/credentials.js'
 import { idSchema, parseInput, profileSchema, promptSchema, toPromptDefinition } from '../domain/definitions.js'
-import { InvalidRequestError, NotFoundError } from '../domain/errors.js'
+import { ForbiddenError, InvalidRequestError, LabelConflictError, NotFoundError } from '../domain/errors.js'
+import { labelMoveSchema, type PromptLabel, type PromptLabelMove } from '../domain/prompt-labels.js'
+import type { CatalogEvents } from '../events/catalog-events.js'
 import { type ProfileTarget, profileTarget } from '../runner/prepare.js'
 
 export interface ProfileInspection extends ProfileTarget {
@@ -14,15 +17,26 @@ export interface ProfileInspection extends ProfileTarget {
 /** Profiles written through the API take no direct key: secrets belong in env vars. */
 const apiProfileSchema = profileSchema.omit({ apiKey: true })
 
-/** Use cases over the prompt and profile catalog: listing, inspecting, creating, deleting. */
+export interface CatalogPolicy {
+  /** Variables any backend's key may be taken from, besides those the backend names. */
+  credentialEnvAllowlist: readonly string[]
+  /** Labels only an admin key may move. */
+  protectedLabels: ReadonlySet<string>
+}
+
+/** Use cases over the prompt and profile catalog: listing, inspecting, creating, deleting; versions and labels. */
 export class CatalogService {
+  private readonly credentialEnvAllowlist: readonly string[]
+
   constructor(
     private readonly catalog: Catalog,
     private readonly secrets: SecretLookup,
     private readonly capacity: CapacityPools,
-    /** Variables any backend's key may be taken from, besides those the backend names. */
-    private readonly credentialEnvAllowlist: readonly string[] = [],
-  ) {}
+    private readonly events: CatalogEvents,
+    private readonly policy: CatalogPolicy,
+  ) {
+    this.credentialEnvAllowlist = policy.credentialEnvAllowlist
+  }
 
   /** A backend's capacity limits and what is in use right now. */
   capacityOf(backend: Backend): CapacitySnapshot {
@@ -43,7 +57,8 @@ export class CatalogService {
     return prompt
   }
 
-  async upsertPrompt(tenantId: string, input: unknown): Promise<Prompt> {
+  async upsertPrompt(principal: Principal, input: unknown): Promise<Prompt> {
+    const { tenantId } = principal
     const parsed = parseInput(promptSchema, input, 'input')
     const { description, definition } = toPromptDefinition(parsed)
     for (const profileId of [definition.defaultProfileId, ...(definition.parallel?.profiles ?? [])]) {
@@ -51,7 +66,69 @@ export class CatalogService {
     }
     const judge = definition.parallel?.judgePromptId
     if (judge && judge !== parsed.id && !(await this.catalog.getPrompt(tenantId, judge))) throw new NotFoundError('prompt', judge)
-    return this.catalog.savePrompt(tenantId, parsed.id, description, definition)
+    const before = await this.catalog.getPrompt(tenantId, parsed.id)
+    const saved = await this.catalog.savePrompt(tenantId, parsed.id, description, definition, recordedKeyId(principal))
+    if (saved.version !== before?.version) {
+      const version = await this.catalog.getPromptVersion(tenantId, saved.id, saved.version)
+      if (version) this.events.publish(tenantId, { type: 'PROMPT_VERSION_CREATED', version })
+    }
+    return saved
+  }
+
+  /** A prompt's versions, newest first, below `beforeVersion`. */
+  promptVersions(tenantId: string, id: string, beforeVersion: number | null, limit: number): Promise<PromptVersion[]> {
+    return this.catalog.promptVersions(tenantId, id, beforeVersion, limit)
+  }
+
+  promptVersion(tenantId: string, id: string, version: number): Promise<PromptVersion | null> {
+    return this.catalog.getPromptVersion(tenantId, id, version)
+  }
+
+  promptLabels(tenantId: string, id: string): Promise<PromptLabel[]> {
+    return this.catalog.listPromptLabels(tenantId, id)
+  }
+
+  promptLabelMoves(tenantId: string, id: string, label: string | null, limit: number): Promise<PromptLabelMove[]> {
+    return this.catalog.promptLabelMoves(tenantId, id, label, limit)
+  }
+
+  /**
+   * Moves a label to a version, or to a split, if it names `expectedVersion` now (compare-and-set);
+   * a protected label needs an admin key. The move is kept, then published to catalog subscribers.
+   */
+  async setPromptLabel(principal: Principal, input: unknown): Promise<PromptLabel> {
+    const { tenantId } = principal
+    const move = parseInput(labelMoveSchema, input, 'input')
+    if (this.policy.protectedLabels.has(move.label) && principal.role !== 'admin') {
+      throw new ForbiddenError(`label '${move.label}' is protected: moving it needs an admin key`)
+    }
+    if (!(await this.catalog.getPrompt(tenantId, move.promptId))) throw new NotFoundError('prompt', move.promptId)
+    const versions = move.split ? move.split.map((s) => s.version) : [move.version!]
+    for (const version of versions) {
+      if (!(await this.catalog.getPromptVersion(tenantId, move.promptId, version))) {
+        throw new NotFoundError('prompt version', `${move.promptId}#${version}`)
+      }
+    }
+    const outcome = await this.catalog.movePromptLabel({
+      tenantId,
+      promptId: move.promptId,
+      label: move.label,
+      version: versions[0]!,
+      split: move.split ?? null,
+      expectedVersion: move.expectedVersion ?? null,
+      keyId: recordedKeyId(principal),
+    })
+    if ('conflict' in outcome) {
+      const now = outcome.current === null ? 'does not exist' : `names version ${outcome.current}`
+      throw new LabelConflictError(`label '${move.label}' of prompt '${move.promptId}' ${now}; nothing changed`, outcome.current)
+    }
+    this.events.publish(tenantId, { type: 'PROMPT_LABEL_MOVED', move: outcome.moved })
+    return outcome.label
+  }
+
+  /** The tenant's catalog changes from now on. */
+  catalogEvents(tenantId: string) {
+    return this.events.subscribe(tenantId)
   }
 
   async deletePrompt(tenantId: string, id: string): Promise<string> {

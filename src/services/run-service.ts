@@ -1,4 +1,5 @@
 import { z } from 'zod'
+import { type Principal, recordedKeyId } from '../domain/access.js'
 import type { BudgetUsage } from '../domain/budgets.js'
 import { idSchema, parseInput } from '../domain/definitions.js'
 import { BudgetExceededError, NotFoundError, QueueFullError, SessionBusyError } from '../domain/errors.js'
@@ -89,12 +90,28 @@ export class RunService {
       const request = webhookUrl ? { ...input.request, webhookUrl } : input.request
       await this.budgets.check(tenantId)
       const admitted = await this.preparer.admit(tenantId, sessionId, request)
-      return this.queue.admit({ tenantId, sessionId, request, idempotencyKey, admitted, whenBusy, ...(schedule && { schedule }) })
+      const admission = {
+        promptVersion: admitted.prompt?.version ?? null,
+        promptLabel: admitted.promptLabel,
+        splitBucket: admitted.splitBucket,
+        keyId: input.keyId,
+      }
+      return this.queue.admit({
+        tenantId,
+        sessionId,
+        request,
+        idempotencyKey,
+        admitted,
+        admission,
+        whenBusy,
+        ...(schedule && { schedule }),
+      })
     })
   }
 
-  enqueue(tenantId: string, input: Record<string, unknown>, whenBusy: WhenBusy): Promise<QueueEntryRecord> {
-    const parsed = parseAdmission(input)
+  enqueue(principal: Principal, input: Record<string, unknown>, whenBusy: WhenBusy): Promise<QueueEntryRecord> {
+    const { tenantId } = principal
+    const parsed = parseAdmission(input, recordedKeyId(principal))
     return this.router.call(tenantId, parsed.sessionId, 'enqueue', [tenantId, parsed, whenBusy])
   }
 
@@ -118,13 +135,14 @@ export class RunService {
 
   /** Enqueues and waits for the run to end, or for `timeoutMs` (answering with the entry still running). */
   runPrompt(
-    tenantId: string,
+    principal: Principal,
     input: Record<string, unknown>,
     whenBusy: WhenBusy,
     timeoutMs: number,
   ): Promise<{ entry: QueueEntryView; run: RunRecord | null }> {
+    const { tenantId } = principal
     const waitMs = Math.min(Math.max(timeoutMs, 0), 3_600_000)
-    const parsed = parseAdmission(input)
+    const parsed = parseAdmission(input, recordedKeyId(principal))
     return this.router.call(tenantId, parsed.sessionId, 'runPrompt', [tenantId, parsed, whenBusy, waitMs], waitMs + 30_000)
   }
 
@@ -136,8 +154,9 @@ export class RunService {
     return { entry: entry!, run: entry?.runId ? await this.queue.run(tenantId, entry.runId) : null }
   }
 
-  schedule(tenantId: string, input: Record<string, unknown>): Promise<QueueEntryRecord> {
-    const parsed = parseAdmission(input, true)
+  schedule(principal: Principal, input: Record<string, unknown>): Promise<QueueEntryRecord> {
+    const { tenantId } = principal
+    const parsed = parseAdmission(input, recordedKeyId(principal), true)
     return this.router.call(tenantId, parsed.sessionId, 'enqueue', [tenantId, parsed, 'ENQUEUE'])
   }
 

@@ -23,6 +23,27 @@ const select = {
   updatedAt: true,
 } satisfies Prisma.PromptSelect
 
+/** One stored version of a prompt: its definition as saved, never changed. */
+export interface PromptVersionRow {
+  tenantId: string
+  promptId: string
+  version: number
+  definitionHash: string
+  definition: unknown
+  authorKeyId: string | null
+  createdAt: Date
+}
+
+const versionSelect = {
+  tenantId: true,
+  promptId: true,
+  version: true,
+  definitionHash: true,
+  definition: true,
+  authorKeyId: true,
+  createdAt: true,
+} satisfies Prisma.PromptVersionSelect
+
 /** Prompt definitions per tenant, with an append-only version history. */
 export class PromptStore {
   constructor(private readonly db: Db) {}
@@ -52,8 +73,9 @@ export class PromptStore {
     definition: object
     definitionHash: string
     floorVersion: number
+    authorKeyId: string | null
   }): Promise<PromptRow> {
-    const { tenantId, id, description, definitionHash } = input
+    const { tenantId, id, description, definitionHash, authorKeyId } = input
     const definition = input.definition as Prisma.InputJsonValue
     for (let attempt = 0; ; attempt++) {
       try {
@@ -64,7 +86,7 @@ export class PromptStore {
             return tx.prompt.update({ where: { tenantId_id: { tenantId, id } }, data: { description }, select })
           }
           const version = Math.max(current?.version ?? 0, input.floorVersion) + 1
-          await tx.promptVersion.create({ data: { tenantId, promptId: id, version, definitionHash, definition } })
+          await tx.promptVersion.create({ data: { tenantId, promptId: id, version, definitionHash, definition, authorKeyId } })
           return tx.prompt.upsert({
             where: { tenantId_id: { tenantId, id } },
             create: { tenantId, id, version, definitionHash, definition, description },
@@ -78,6 +100,21 @@ export class PromptStore {
         throw err
       }
     }
+  }
+
+  /** Versions of a prompt id under any of the tenants, newest first, below `beforeVersion`. */
+  versions(tenantIds: string[], id: string, beforeVersion: number | null, take: number): Promise<PromptVersionRow[]> {
+    return this.db.promptVersion.findMany({
+      where: { tenantId: { in: tenantIds }, promptId: id, ...(beforeVersion !== null && { version: { lt: beforeVersion } }) },
+      orderBy: [{ version: 'desc' }, { tenantId: 'asc' }],
+      take,
+      select: versionSelect,
+    })
+  }
+
+  /** One version of a prompt id, under any of the tenants (a version number may be stored once per tenant). */
+  version(tenantIds: string[], id: string, version: number): Promise<PromptVersionRow[]> {
+    return this.db.promptVersion.findMany({ where: { tenantId: { in: tenantIds }, promptId: id, version }, select: versionSelect })
   }
 
   async delete(tenantId: string, id: string): Promise<boolean> {

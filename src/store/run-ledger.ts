@@ -44,12 +44,24 @@ export class RunLedger {
 
   /** Inserts the run, claims its entry (STARTING, naming the run) and writes `events` (those that report it, and any before them) together. */
   async start(run: RunRecord, entry: QueueEntryRecord, events: readonly SessionEvent[]): Promise<void> {
-    const { id, tenantId, sessionId, queueId, startedAt } = run
+    const { id, tenantId, sessionId, queueId, keyId, tags, replayOf } = run
+    const startedAt = new Date(run.startedAt)
     await this.db.$transaction([
       this.db.run.create({
-        data: { id, tenantId, sessionId, queueId, startedAt: new Date(startedAt), ...runData(run) },
+        data: {
+          id,
+          tenantId,
+          sessionId,
+          queueId,
+          startedAt,
+          keyId,
+          tags: nullableJson(tags.length > 0 ? tags : null),
+          replayOf,
+          ...runData(run),
+        },
         select: { id: true },
       }),
+      ...(tags.length > 0 ? [this.db.runTag.createMany({ data: tags.map((tag) => ({ tenantId, runId: id, tag, startedAt })) })] : []),
       this.db.queueEntry.updateMany({ where: { id: entry.queueId }, data: entryData(entry) }),
       ...(events.length > 0 ? [this.events.insert(events)] : []),
     ])

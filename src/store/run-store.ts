@@ -56,6 +56,11 @@ const select = {
   refusal: true,
   reasoning: true,
   toolRounds: true,
+  promptLabel: true,
+  splitBucket: true,
+  keyId: true,
+  tags: true,
+  replayOf: true,
 } satisfies Prisma.RunSelect
 
 type Row = Prisma.RunGetPayload<{ select: typeof select }>
@@ -74,6 +79,7 @@ function toRecord(row: Row): RunRecord {
     alternatives,
     reasoning,
     toolRounds,
+    tags,
     ...rest
   } = row
   return {
@@ -83,6 +89,7 @@ function toRecord(row: Row): RunRecord {
     alternatives: (alternatives as Alternative[] | null) ?? [],
     reasoning: reasoning as Reasoning | null,
     toolRounds: (toolRounds as ToolRound[] | null) ?? [],
+    tags: (tags as string[] | null) ?? [],
     status: row.status as RunStatus,
     terminalReason: row.terminalReason as TerminalReason | null,
     finishReason: row.finishReason as FinishReason | null,
@@ -113,6 +120,8 @@ export function runData(run: RunRecord) {
     status: run.status,
     promptId: run.promptId,
     promptVersion: run.promptVersion,
+    promptLabel: run.promptLabel,
+    splitBucket: run.splitBucket,
     profileId: run.profileId,
     backendId: run.backendId,
     model: run.model,
@@ -221,6 +230,10 @@ export class RunStore {
         tenantId,
         ...(filter.sessionId != null && { sessionId: filter.sessionId }),
         ...(filter.status != null && { status: filter.status }),
+        ...(filter.promptId != null && { promptId: filter.promptId }),
+        ...(filter.promptVersion != null && { promptVersion: filter.promptVersion }),
+        ...(filter.promptLabel != null && { promptLabel: filter.promptLabel }),
+        ...(filter.tag != null && { tagRows: { some: { tag: filter.tag } } }),
         ...(after && {
           OR: [{ startedAt: { lt: new Date(after.startedAt) } }, { startedAt: new Date(after.startedAt), id: { lt: after.id } }],
         }),

@@ -2,6 +2,7 @@ import { type Database, openDatabase } from './database.js'
 import { EventStore } from './event-store.js'
 import { migrate, pendingMigrations } from './migrator.js'
 import { ProfileStore } from './profile-store.js'
+import { PromptLabelStore } from './prompt-label-store.js'
 import { PromptStore } from './prompt-store.js'
 import { QueueStore } from './queue-store.js'
 import { RawStatements } from './raw-statements.js'
@@ -13,6 +14,7 @@ import { WebhookStore } from './webhook-store.js'
 /** The repositories over one database. It owns the connection: `close()` releases it. */
 export class Store {
   readonly prompts: PromptStore
+  readonly labels: PromptLabelStore
   readonly profiles: ProfileStore
   readonly sessions: SessionStore
   readonly entries: QueueStore
@@ -23,6 +25,7 @@ export class Store {
 
   constructor(private readonly database: Database) {
     this.prompts = new PromptStore(database.db)
+    this.labels = new PromptLabelStore(database.db)
     this.profiles = new ProfileStore(database.db)
     this.sessions = new SessionStore(database.db)
     this.entries = new QueueStore(database.db)

@@ -87,6 +87,11 @@ describe.each(providers)('records written by the store read back the same (%s)',
         attempt: 0,
       },
     ],
+    promptLabel: 'production',
+    splitBucket: 42,
+    keyId: 'a1b2c3d4e5f60718',
+    tags: ['checkout', 'team:web'],
+    replayOf: 'run-0',
   }
 
   it('keeps every field of a queue entry', async () => {

@@ -48,6 +48,8 @@ const prompts: Prompt[] = [
 
 const catalog: CatalogReader = {
   getPrompt: async (_t, id) => prompts.find((p) => p.id === id) ?? null,
+  getPromptVersion: async () => null,
+  getPromptLabel: async () => null,
   getProfile: async (_t, id) => profiles.find((p) => p.id === id) ?? null,
   getBackend: (id) => backends.find((b) => b.id === id) ?? null,
 }

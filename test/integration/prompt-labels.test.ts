@@ -1,0 +1,228 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { sha256Hex } from '../../src/domain/hash.js'
+import {
+  CatalogEventsDocument,
+  type CatalogEventsSubscription,
+  PreparePromptDocument,
+  PromptHistoryDocument,
+  PromptLabelsDocument,
+  RunPromptRefDocument,
+  RunsOfPromptDocument,
+  SetPromptLabelDocument,
+  type SetPromptLabelInput,
+  UpsertPromptDocument,
+} from '../generated/graphql.js'
+import { providers } from '../helpers/databases.js'
+import { createSession, enqueue, slow, waitForEntry, words } from '../helpers/flow.js'
+import { startTestServer, type TestServer } from '../helpers/server.js'
+
+const ADMIN = 'labels-admin-key-0123456789'
+const WRITER = 'labels-write-key-0123456789'
+const ADMIN_ID = sha256Hex(ADMIN).slice(0, 16)
+
+// Versions and labels: every version is kept and readable, labels move by compare-and-set, and a
+// run records which version and label it ran; what was admitted runs as it was admitted.
+describe.each(providers)('prompt versions and labels (%s)', (provider) => {
+  let t: TestServer
+  beforeAll(async () => {
+    t = await startTestServer({
+      provider,
+      apiKey: ADMIN,
+      app: {
+        apiKeys: [
+          { sha256: sha256Hex(ADMIN), tenantId: 'acme', role: 'admin' },
+          { sha256: sha256Hex(WRITER), tenantId: 'acme', role: 'write' },
+        ],
+        protectedLabels: ['stable'],
+      },
+    })
+  })
+  afterAll(() => t?.stop({ dropDatabase: true }))
+
+  /** Saves `id` with one user message `text {{input}}`; answers the version. */
+  async function save(id: string, text: string) {
+    const { data } = await t.request(UpsertPromptDocument, {
+      input: { id, messages: [{ role: 'USER', content: `${text} {{input}}` }], defaultProfileId: 'fake-echo' },
+    })
+    if (data?.upsertPrompt.__typename !== 'UpsertPromptPayload') throw new Error(JSON.stringify(data))
+    return data.upsertPrompt.prompt.version
+  }
+  const setLabel = async (input: SetPromptLabelInput, client = t.client) =>
+    (await t.request(SetPromptLabelDocument, { input }, client)).data?.setPromptLabel
+  const run = async (input: Parameters<typeof enqueue>[1]) => {
+    const { data } = await t.request(RunPromptRefDocument, { input })
+    if (data?.runPrompt.__typename !== 'RunPromptPayload') throw new Error(JSON.stringify(data))
+    return data.runPrompt
+  }
+
+  it('keeps every version with its definition, hash and author, newest first, in pages', async () => {
+    for (const text of ['first', 'second', 'third']) await save('history', text)
+    const page = await t.request(PromptHistoryDocument, { id: 'history', first: 2, number: 1 })
+    const prompt = page.data!.prompt!
+    expect(prompt.version).toBe(3)
+    expect(prompt.versions.edges.map((e) => [e.node.version, e.node.messages[0]!.content])).toEqual([
+      [3, 'third {{input}}'],
+      [2, 'second {{input}}'],
+    ])
+    expect(prompt.versions.edges.every((e) => e.node.authorKeyId === ADMIN_ID && e.node.source === 'API')).toBe(true)
+    expect(prompt.versionAt).toMatchObject({ version: 1, messages: [{ content: 'first {{input}}' }] })
+    expect(prompt.versionAt!.definitionHash).not.toBe(prompt.versions.edges[0]!.node.definitionHash)
+    const rest = await t.request(PromptHistoryDocument, { id: 'history', first: 2, after: prompt.versions.pageInfo.endCursor, number: 9 })
+    expect(rest.data!.prompt!.versions.edges.map((e) => e.node.version)).toEqual([1])
+    expect(rest.data!.prompt!.versions.pageInfo.hasNextPage).toBe(false)
+    expect(rest.data!.prompt!.versionAt).toBeNull()
+  })
+
+  it('moves a label by compare-and-set: a stale expectedVersion is a LabelConflictError and changes nothing', async () => {
+    await save('cas', 'one')
+    await save('cas', 'two')
+    expect(await setLabel({ promptId: 'cas', label: 'beta', version: 1 })).toMatchObject({ label: { name: 'beta', version: 1 } })
+    // two editors read version 1; the first moves it, the second is refused
+    expect(await setLabel({ promptId: 'cas', label: 'beta', version: 2, expectedVersion: 1 })).toMatchObject({ label: { version: 2 } })
+    expect(await setLabel({ promptId: 'cas', label: 'beta', version: 1, expectedVersion: 1 })).toEqual({
+      __typename: 'LabelConflictError',
+      currentVersion: 2,
+      code: 'LABEL_CONFLICT',
+      message: "label 'beta' of prompt 'cas' names version 2; nothing changed",
+    })
+    // creating one that exists is a conflict too
+    expect(await setLabel({ promptId: 'cas', label: 'beta', version: 1 })).toMatchObject({
+      __typename: 'LabelConflictError',
+      currentVersion: 2,
+    })
+    const { data } = await t.request(PromptLabelsDocument, { id: 'cas' })
+    expect(data!.prompt!.labels).toMatchObject([{ name: 'beta', version: 2, split: null }])
+    expect(data!.prompt!.labelHistory).toEqual([
+      { label: 'beta', move: 2, version: 2, previousVersion: 1, keyId: ADMIN_ID },
+      { label: 'beta', move: 1, version: 1, previousVersion: null, keyId: ADMIN_ID },
+    ])
+  })
+
+  it("refuses to set 'latest', a version that does not exist, and a split that does not add up", async () => {
+    await save('refusals', 'only')
+    const latest = await setLabel({ promptId: 'refusals', label: 'latest', version: 1 })
+    expect(latest).toMatchObject({ __typename: 'InvalidRequestError', code: 'INVALID_REQUEST' })
+    expect(latest).toHaveProperty('message', expect.stringContaining("'latest' always names the newest version"))
+    expect(await setLabel({ promptId: 'refusals', label: 'x', version: 7 })).toMatchObject({ __typename: 'NotFoundError' })
+    const split = await setLabel({
+      promptId: 'refusals',
+      label: 'x',
+      split: [
+        { version: 1, weight: 50 },
+        { version: 1, weight: 40 },
+      ],
+    })
+    expect(split).toMatchObject({ __typename: 'InvalidRequestError' })
+    expect((await t.request(PromptLabelsDocument, { id: 'refusals' })).data!.prompt!.labels).toEqual([])
+  })
+
+  it("refuses 'production' and the operator's protected labels to a write key, and lets it move others", async () => {
+    await save('guarded', 'v1')
+    const writer = t.clientWith(WRITER)
+    for (const label of ['production', 'stable']) {
+      const { data, errors } = await t.request(SetPromptLabelDocument, { input: { promptId: 'guarded', label, version: 1 } }, writer)
+      expect(data).toBeNull()
+      expect(errors?.[0]?.extensions?.code).toBe('FORBIDDEN')
+    }
+    expect(await setLabel({ promptId: 'guarded', label: 'canary', version: 1 }, writer)).toMatchObject({ label: { name: 'canary' } })
+    expect(await setLabel({ promptId: 'guarded', label: 'production', version: 1 })).toMatchObject({ label: { name: 'production' } })
+    expect((await t.request(PromptLabelsDocument, { id: 'guarded' })).data!.prompt!.labels.map((l) => l.name)).toEqual([
+      'canary',
+      'production',
+    ])
+  })
+
+  it('runs production when it is set, else latest, and a named version or label, recording which', async () => {
+    await save('refs', 'alpha')
+    await save('refs', 'bravo')
+    const session = await createSession(t, 'refs-session')
+    const ask = (promptRef?: { version?: number; label?: string }) =>
+      run({
+        sessionId: session,
+        ...(promptRef ? { promptRef: { id: 'refs', ...promptRef } } : { promptId: 'refs' }),
+        input: 'x',
+        tags: ['refs'],
+      })
+
+    expect((await ask()).run).toMatchObject({ output: 'bravo x', promptVersion: 2, promptLabel: 'latest', keyId: ADMIN_ID, tags: ['refs'] })
+    await setLabel({ promptId: 'refs', label: 'production', version: 1 })
+    expect((await ask()).run).toMatchObject({ output: 'alpha x', promptVersion: 1, promptLabel: 'production' })
+    expect((await ask({ version: 2 })).run).toMatchObject({ output: 'bravo x', promptVersion: 2, promptLabel: null })
+    expect((await ask({ label: 'latest' })).run).toMatchObject({ promptVersion: 2, promptLabel: 'latest' })
+    const missing = await t.request(RunPromptRefDocument, {
+      input: { sessionId: session, promptRef: { id: 'refs', label: 'nope' }, input: 'x' },
+    })
+    expect(missing.data?.runPrompt).toMatchObject({ __typename: 'NotFoundError', message: "prompt label 'refs@nope' not found" })
+
+    const byLabel = await t.request(RunsOfPromptDocument, { promptId: 'refs', promptLabel: 'production' })
+    expect(byLabel.data!.runs.edges.map((e) => e.node.promptVersion)).toEqual([1])
+    const byVersion = await t.request(RunsOfPromptDocument, { promptId: 'refs', promptVersion: 2 })
+    expect(byVersion.data!.runs.edges.map((e) => e.node.promptLabel)).toEqual(['latest', null, 'latest'])
+    expect((await t.request(RunsOfPromptDocument, { tag: 'refs' })).data!.runs.edges).toHaveLength(4)
+  })
+
+  it('runs a queued entry with the version it was admitted with after its label moved; new admissions get the new one', async () => {
+    await save('moving', 'old')
+    await save('moving', 'new')
+    await setLabel({ promptId: 'moving', label: 'production', version: 1 })
+    const session = await createSession(t, 'moving-session')
+    const blocker = await enqueue(t, { sessionId: session, input: words(40), overrides: slow(20) })
+    await waitForEntry(t, session, blocker.queueId, ['RUNNING'])
+    const before = await enqueue(t, { sessionId: session, promptId: 'moving', input: 'q' })
+    expect(before).toMatchObject({ status: 'QUEUED', promptVersion: 1, promptLabel: 'production' })
+
+    await setLabel({ promptId: 'moving', label: 'production', version: 2, expectedVersion: 1 })
+    const after = await enqueue(t, { sessionId: session, promptId: 'moving', input: 'q' })
+    expect(after).toMatchObject({ promptVersion: 2, promptLabel: 'production' })
+
+    const ran = await Promise.all([before, after].map((e) => waitForEntry(t, session, e.queueId, ['COMPLETED'], 20_000)))
+    const runs = (await t.request(RunsOfPromptDocument, { promptId: 'moving' })).data!.runs.edges.map((e) => e.node)
+    const byId = new Map(runs.map((r) => [r.id, r]))
+    expect(ran.map((e) => byId.get(e.runId!)?.promptVersion)).toEqual([1, 2])
+  })
+
+  it('keeps each session on one version of a split label, and records its bucket', async () => {
+    await save('split', 'control')
+    await save('split', 'variant')
+    await setLabel({
+      promptId: 'split',
+      label: 'production',
+      split: [
+        { version: 1, weight: 50 },
+        { version: 2, weight: 50 },
+      ],
+    })
+    const seen = new Set<number>()
+    for (let i = 0; i < 12; i++) {
+      const session = await createSession(t, `split-${i}`)
+      const prepared = async () =>
+        (await t.request(PreparePromptDocument, { input: { sessionId: session, promptId: 'split', variables: { input: 'x' } } })).data!
+          .preparePrompt
+      const first = await prepared()
+      expect(first.promptLabel).toBe('production')
+      for (let again = 0; again < 3; again++) expect((await prepared()).promptVersion).toBe(first.promptVersion)
+      const { run: ran } = await run({ sessionId: session, promptId: 'split', input: 'x' })
+      expect(ran).toMatchObject({ promptVersion: first.promptVersion, promptLabel: 'production' })
+      expect(ran!.splitBucket).toBeGreaterThanOrEqual(first.promptVersion === 1 ? 0 : 50)
+      expect(ran!.splitBucket).toBeLessThan(first.promptVersion === 1 ? 50 : 100)
+      seen.add(first.promptVersion!)
+    }
+    expect([...seen].sort()).toEqual([1, 2])
+  })
+
+  it('publishes new versions and label moves to catalogEvents subscribers', async () => {
+    const events = t.subscribe(CatalogEventsDocument, {})
+    // nothing says when a subscription is live but its first event: save versions until one arrives
+    let version = 0
+    for (let i = 0; events.results.length === 0; i++) {
+      version = await save('watched', `draft ${i}`)
+      await events.until((r) => r.length > 0, 250).catch(() => {})
+    }
+    expect(events.results[0]!.data!.catalogEvents).toEqual({ __typename: 'PromptVersionCreatedEvent', promptId: 'watched', version })
+    await setLabel({ promptId: 'watched', label: 'production', version })
+    await events.until((r) => r.some((e) => e.data?.catalogEvents.__typename === 'PromptLabelMovedEvent'))
+    events.unsubscribe()
+    const seen = events.results.map((r) => r.data!.catalogEvents as CatalogEventsSubscription['catalogEvents'])
+    expect(seen.at(-1)).toEqual({ __typename: 'PromptLabelMovedEvent', move: { label: 'production', version, previousVersion: null } })
+  })
+})
