@@ -2,12 +2,14 @@ import type { AccessRole } from '../domain/access.js'
 import type { CatalogService } from '../services/catalog-service.js'
 import type { RunService } from '../services/run-service.js'
 import type { SessionService } from '../services/session-service.js'
+import type { UsageService } from '../services/usage-service.js'
 
 /** The services a resolver may call; built once per server and shared by HTTP and WebSocket. */
 export interface Services {
   catalog: CatalogService
   runs: RunService
   sessions: SessionService
+  usage: UsageService
 }
 
 /** The one context type, for every request on every transport. */

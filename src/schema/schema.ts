@@ -12,6 +12,7 @@ import './run.js'
 import './queue-entry.js'
 import './session.js'
 import './budget.js'
+import './usage-report.js'
 import './events.js'
 import './webhook.js'
 

@@ -36,6 +36,7 @@ import { CatalogService } from '../services/catalog-service.js'
 import { RunService } from '../services/run-service.js'
 import { SessionRouter } from '../services/session-router.js'
 import { SessionService } from '../services/session-service.js'
+import { UsageService } from '../services/usage-service.js'
 import { SessionMemory } from '../store/session-memory.js'
 import { openStore, type Store } from '../store/store.js'
 import { ApiKeyRing } from './api-keys.js'
@@ -184,6 +185,7 @@ export async function createApp(options: AppOptions, secrets: SecretLookup, logg
       }),
       sessions,
       runs: new RunService(store, preparer, queue, bus, sessions, budgets, router, metrics, signers),
+      usage: new UsageService(store),
     }
     const keys = new ApiKeyRing(options.apiKeys ?? null)
     const limits = { ...DEFAULT_REQUEST_LIMITS, ...options.requestLimits }

@@ -15,6 +15,7 @@ import type { Db, Provider } from './database.js'
 
 /** Prisma's client or an open transaction of it. */
 export type RawExecutor = Pick<Db, '$executeRaw'>
+type RawReader = Pick<Db, '$queryRaw'>
 
 /**
  * The store's raw statements, for the few writes Prisma's typed API makes too costly: Kysely,
@@ -39,9 +40,20 @@ export class RawStatements {
 
   /** A built statement to run on `client` (sent when awaited, or in a batch transaction); resolves to the rows it changed. */
   execute(client: RawExecutor, statement: Compilable): Prisma.PrismaPromise<number> {
+    const { strings, parameters } = this.template(statement)
+    return client.$executeRaw(strings, ...parameters)
+  }
+
+  /** A built query's rows, as the driver returns them (counts and sums may be bigints or strings). */
+  select<Row>(client: RawReader, statement: Compilable): Prisma.PrismaPromise<Row[]> {
+    const { strings, parameters } = this.template(statement)
+    return client.$queryRaw<Row[]>(strings, ...parameters)
+  }
+
+  private template(statement: Compilable) {
     const { sql, parameters } = statement.compile()
     // Kysely's placeholders, in order: the text between them is the template Prisma binds the values into
     const strings = sql.split(this.provider === 'postgresql' ? /\$\d+/ : /\?/)
-    return client.$executeRaw(Object.assign(strings, { raw: strings }) as unknown as TemplateStringsArray, ...parameters)
+    return { strings: Object.assign(strings, { raw: strings }) as unknown as TemplateStringsArray, parameters }
   }
 }

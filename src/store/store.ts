@@ -9,6 +9,7 @@ import { RawStatements } from './raw-statements.js'
 import { RunLedger } from './run-ledger.js'
 import { RunStore } from './run-store.js'
 import { SessionStore } from './session-store.js'
+import { UsageReports } from './usage-reports.js'
 import { WebhookStore } from './webhook-store.js'
 
 /** The repositories over one database. It owns the connection: `close()` releases it. */
@@ -22,6 +23,7 @@ export class Store {
   readonly events: EventStore
   readonly ledger: RunLedger
   readonly webhooks: WebhookStore
+  readonly usage: UsageReports
 
   constructor(private readonly database: Database) {
     this.prompts = new PromptStore(database.db)
@@ -30,7 +32,9 @@ export class Store {
     this.sessions = new SessionStore(database.db)
     this.entries = new QueueStore(database.db)
     this.runs = new RunStore(database.db)
-    this.events = new EventStore(database.db, new RawStatements(database.provider))
+    const raw = new RawStatements(database.provider)
+    this.events = new EventStore(database.db, raw)
+    this.usage = new UsageReports(database.db, raw)
     this.webhooks = new WebhookStore(database.db)
     this.ledger = new RunLedger(database.db, this.events, this.webhooks)
   }
