@@ -2,7 +2,7 @@ import { z } from 'zod'
 import type { Usage } from './records.js'
 
 /** What usage can be grouped by: columns of a run, one of its tags, or the (UTC) day it started. */
-export const USAGE_DIMENSIONS = ['PROMPT', 'VERSION', 'LABEL', 'PROFILE', 'MODEL', 'KEY', 'TAG', 'DAY'] as const
+const USAGE_DIMENSIONS = ['PROMPT', 'VERSION', 'LABEL', 'PROFILE', 'MODEL', 'KEY', 'TAG', 'DAY'] as const
 export type UsageDimension = (typeof USAGE_DIMENSIONS)[number]
 
 /** One group's values of the dimensions asked for; the others are absent. */
