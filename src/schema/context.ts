@@ -1,5 +1,6 @@
 import type { AccessRole } from '../domain/access.js'
 import type { CatalogService } from '../services/catalog-service.js'
+import type { ReplayService } from '../services/replay-service.js'
 import type { RunService } from '../services/run-service.js'
 import type { SessionService } from '../services/session-service.js'
 import type { UsageService } from '../services/usage-service.js'
@@ -10,6 +11,7 @@ export interface Services {
   runs: RunService
   sessions: SessionService
   usage: UsageService
+  replays: ReplayService
 }
 
 /** The one context type, for every request on every transport. */

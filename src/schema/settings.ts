@@ -27,7 +27,7 @@ export function settingsJson(settings: SettingsLayer | EffectiveSettings | null 
   })
 }
 
-const PromptRefInput = builder.inputType('PromptRefInput', {
+export const PromptRefInput = builder.inputType('PromptRefInput', {
   description:
     "A prompt at a version: give at most one of version and label; neither means the 'production' label when the prompt has it, else 'latest'. Resolved once, at admission.",
   fields: (t) => ({

@@ -33,6 +33,7 @@ import { type CoalescerOptions, CoalescerPacing } from '../runner/token-coalesce
 import { schema } from '../schema/schema.js'
 import { BudgetGuard } from '../services/budget-guard.js'
 import { CatalogService } from '../services/catalog-service.js'
+import { ReplayService } from '../services/replay-service.js'
 import { RunService } from '../services/run-service.js'
 import { SessionRouter } from '../services/session-router.js'
 import { SessionService } from '../services/session-service.js'
@@ -178,14 +179,16 @@ export async function createApp(options: AppOptions, secrets: SecretLookup, logg
     )
     const sessions = new SessionService(store, sessionMemory, catalog, queue, router, signers)
     const budgets = new BudgetGuard(store, options.budgets ?? [])
+    const runs = new RunService(store, preparer, queue, bus, sessions, budgets, router, metrics, signers)
     const services = {
       catalog: new CatalogService(catalog, secrets, capacity, new CatalogEvents(link.fanout), {
         credentialEnvAllowlist: allowlist,
         protectedLabels: protectedLabels(options.protectedLabels ?? []),
       }),
       sessions,
-      runs: new RunService(store, preparer, queue, bus, sessions, budgets, router, metrics, signers),
+      runs,
       usage: new UsageService(store),
+      replays: new ReplayService(store, sessions, runs),
     }
     const keys = new ApiKeyRing(options.apiKeys ?? null)
     const limits = { ...DEFAULT_REQUEST_LIMITS, ...options.requestLimits }

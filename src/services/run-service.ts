@@ -19,7 +19,7 @@ import type { SessionRouter } from './session-router.js'
 import type { SessionService } from './session-service.js'
 
 /** Ids the server made (queue entries, runs): opaque, bounded. */
-const recordIdSchema = z.string().min(1).max(128)
+export const recordIdSchema = z.string().min(1).max(128)
 
 const toolResultsSchema = z.strictObject({
   runId: recordIdSchema,
@@ -109,9 +109,16 @@ export class RunService {
     })
   }
 
-  enqueue(principal: Principal, input: Record<string, unknown>, whenBusy: WhenBusy): Promise<QueueEntryRecord> {
+  /** Admits a prompt; `replayOf` names the run whose request it replays. */
+  enqueue(
+    principal: Principal,
+    input: Record<string, unknown>,
+    whenBusy: WhenBusy,
+    replayOf: string | null = null,
+  ): Promise<QueueEntryRecord> {
     const { tenantId } = principal
     const parsed = parseAdmission(input, recordedKeyId(principal))
+    if (replayOf !== null) parsed.request.replayOf = replayOf
     return this.router.call(tenantId, parsed.sessionId, 'enqueue', [tenantId, parsed, whenBusy])
   }
 

@@ -23,6 +23,12 @@ const createSessionSchema = z.strictObject({
   webhookUrl: webhookUrlSchema.nullish(),
 })
 
+const forkSessionSchema = z.strictObject({
+  sessionId: idSchema,
+  atPosition: z.number().int().min(0),
+  newSessionId: idSchema.nullish(),
+})
+
 /**
  * Use cases around sessions: create, list, read the conversation and the queue, delete. Those
  * that read or change what the session's owner keeps in memory run there, through the router.
@@ -49,6 +55,29 @@ export class SessionService {
       throw new NotFoundError('profile', parsed.defaultProfileId)
     }
     if (parsed.webhookUrl) this.signers.requireFor(tenantId, 'input.webhookUrl')
+    return this.open(tenantId, parsed, [])
+  }
+
+  /**
+   * A new session with the settings of another and its history up to `atPosition` (0: none),
+   * copied in one transaction; the source is not changed. A run going on in the source adds
+   * nothing to the fork.
+   */
+  async fork(tenantId: string, input: unknown): Promise<SessionRecord> {
+    const { sessionId, atPosition, newSessionId } = parseInput(forkSessionSchema, input, 'input')
+    const source = await this.require(tenantId, sessionId, 'input.sessionId')
+    const history = await this.messages(tenantId, sessionId)
+    if (atPosition > 0 && !history.some((m) => m.position === atPosition)) {
+      throw InvalidRequestError.at('input.atPosition', `session '${sessionId}' has no message at position ${atPosition}`)
+    }
+    const { title, defaultProfileId, keepHistory, webhookUrl } = source
+    const metadata = source.metadata as Record<string, unknown> | null
+    const id = newSessionId ?? randomUUID()
+    const copied = history.filter((m) => m.position <= atPosition).map((m) => ({ ...m, id: randomUUID(), sessionId: id }))
+    return this.open(tenantId, { id, title, defaultProfileId, metadata, keepHistory, webhookUrl }, copied)
+  }
+
+  private async open(tenantId: string, parsed: z.infer<typeof createSessionSchema>, history: MessageRecord[]): Promise<SessionRecord> {
     const id = parsed.id ?? randomUUID()
     const lease = this.queue.newLease()
     try {
@@ -62,8 +91,9 @@ export class SessionService {
         webhookUrl: parsed.webhookUrl ?? null,
         sequenceCeiling: this.queue.firstSequenceCeiling,
         ...lease,
+        history,
       })
-      this.memory.remember(session)
+      this.memory.remember(session, history)
       this.queue.created(tenantId, id, lease)
       return session
     } catch (error) {

@@ -4,9 +4,10 @@ import type { MessageRecord, QueueEntryRecord, RunRecord } from '../domain/recor
 import { runFinishedDelivery, runRequiresActionDelivery } from '../domain/webhooks.js'
 import type { Db } from './database.js'
 import type { EventStore } from './event-store.js'
-import { nullableJson } from './json-columns.js'
+import { jsonValue, nullableJson } from './json-columns.js'
 import { entryData } from './queue-store.js'
 import { liveRun, runData } from './run-store.js'
+import { messageRow } from './session-store.js'
 import { deliveryRow, type WebhookStore } from './webhook-store.js'
 
 /** Everything a run's end writes. */
@@ -57,6 +58,7 @@ export class RunLedger {
           keyId,
           tags: nullableJson(tags.length > 0 ? tags : null),
           replayOf,
+          request: jsonValue(entry.request),
           ...runData(run),
         },
         select: { id: true },
@@ -111,11 +113,7 @@ export class RunLedger {
       }
       if (end.entry) await tx.queueEntry.updateMany({ where: { id: end.entry.queueId }, data: entryData(end.entry) })
       // one typed insert a message: a turn has one or two, and a plan of Prisma's createMany is never cached
-      for (const m of end.messages) {
-        const toolCalls = nullableJson(m.toolCalls.length === 0 ? null : m.toolCalls)
-        const data = { ...m, toolCalls, tenantId: end.run.tenantId, createdAt: new Date(m.createdAt) }
-        await tx.message.create({ data, select: { id: true } })
-      }
+      for (const m of end.messages) await tx.message.create({ data: messageRow(end.run.tenantId, m), select: { id: true } })
       await this.events.append([...end.earlier, ...end.events], tx)
       if (delivery) await tx.webhookDelivery.create({ data: delivery, select: { id: true } })
       return true

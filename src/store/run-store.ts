@@ -9,6 +9,7 @@ import type {
   RunCursor,
   RunFilter,
   RunRecord,
+  RunRequest,
   RunStatus,
   TerminalReason,
   Usage,
@@ -211,6 +212,12 @@ export class RunStore {
       select,
     })
     return rows.map(toRecord)
+  }
+
+  /** The request a run ran, as its entry held it when it started; null when it is not kept. */
+  async requestOf(tenantId: string, id: string): Promise<RunRequest | null> {
+    const row = await this.db.run.findFirst({ where: { tenantId, id }, select: { request: true } })
+    return (row?.request as RunRequest | null | undefined) ?? null
   }
 
   async find(tenantId: string, id: string): Promise<RunRecord | null> {

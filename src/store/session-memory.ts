@@ -46,8 +46,9 @@ export class SessionMemory {
     return (await this.entry(tenantId, id))?.record ?? null
   }
 
-  remember(record: SessionRecord): void {
-    this.touch(this.key(record.tenantId, record.id), { record, history: [] })
+  /** A session just created, with the history it was created with. */
+  remember(record: SessionRecord, history: MessageRecord[] = []): void {
+    this.touch(this.key(record.tenantId, record.id), { record, history: [...history] })
   }
 
   /** The conversation so far, oldest first. */

@@ -42,6 +42,11 @@ export interface SessionCursor {
   id: string
 }
 
+/** A message as its row: its tool calls as JSON, SQL NULL without any. */
+export function messageRow(tenantId: string, m: MessageRecord) {
+  return { ...m, tenantId, toolCalls: nullableJson(m.toolCalls.length === 0 ? null : m.toolCalls), createdAt: new Date(m.createdAt) }
+}
+
 /** Sessions and their conversation history. */
 export class SessionStore {
   constructor(private readonly db: Db) {}
@@ -65,10 +70,12 @@ export class SessionStore {
     /** The creating instance holds the session from the start (none: nobody holds it yet). */
     leaseOwner?: string
     leaseExpiresAt?: Date
+    /** A conversation it starts with (a fork's), written with it. */
+    history?: readonly MessageRecord[]
   }): Promise<SessionRecord> {
     const at = new Date()
-    const { sequenceCeiling, leaseOwner, leaseExpiresAt, ...session } = { ...input, metadata: input.metadata ?? null }
-    await this.db.session.create({
+    const { sequenceCeiling, leaseOwner, leaseExpiresAt, history = [], ...session } = { ...input, metadata: input.metadata ?? null }
+    const create = this.db.session.create({
       data: {
         ...session,
         metadata: nullableJson(session.metadata),
@@ -80,6 +87,8 @@ export class SessionStore {
       },
       select: { id: true },
     })
+    if (history.length === 0) await create
+    else await this.db.$transaction([create, this.db.message.createMany({ data: history.map((m) => messageRow(session.tenantId, m)) })])
     return { ...session, createdAt: at.toISOString(), updatedAt: at.toISOString() }
   }
 

@@ -5,6 +5,7 @@ ALTER TABLE "PromptVersion" ADD COLUMN     "authorKeyId" TEXT;
 ALTER TABLE "Run" ADD COLUMN     "keyId" TEXT,
 ADD COLUMN     "promptLabel" TEXT,
 ADD COLUMN     "replayOf" TEXT,
+ADD COLUMN     "request" JSONB,
 ADD COLUMN     "splitBucket" INTEGER,
 ADD COLUMN     "tags" JSONB;
 
