@@ -5,7 +5,7 @@ import { encodeCursor, forwardPage, pageArgs, toConnection } from './paging.js'
 import { ChatMessageRef, DefinitionSourceEnum, OutputContractRef, PromptRef } from './prompt.js'
 import { ToolSettingsRef } from './tool.js'
 
-const PromptVersionRef = builder.objectRef<PromptVersion>('PromptVersion').implement({
+export const PromptVersionRef = builder.objectRef<PromptVersion>('PromptVersion').implement({
   description: 'One stored version of a prompt: its definition exactly as it was saved. Versions are never changed or removed.',
   fields: (t) => ({
     promptId: t.exposeID('promptId', { description: 'The prompt it is a version of.' }),

@@ -5,6 +5,7 @@ import type { Backend, Profile, Prompt, PromptVersion } from '../domain/catalog.
 import { credentialEnvAllowed, endpointAllowed, type SecretLookup } from '../domain/credentials.js'
 import { idSchema, parseInput, profileSchema, promptSchema, toPromptDefinition } from '../domain/definitions.js'
 import { ForbiddenError, InvalidRequestError, LabelConflictError, NotFoundError } from '../domain/errors.js'
+import { type PromptDiff, promptDiff } from '../domain/prompt-diff.js'
 import { labelMoveSchema, type PromptLabel, type PromptLabelMove } from '../domain/prompt-labels.js'
 import type { CatalogEvents } from '../events/catalog-events.js'
 import { type ProfileTarget, profileTarget } from '../runner/prepare.js'
@@ -16,6 +17,13 @@ export interface ProfileInspection extends ProfileTarget {
 
 /** Profiles written through the API take no direct key: secrets belong in env vars. */
 const apiProfileSchema = profileSchema.omit({ apiKey: true })
+
+/** Two versions of a prompt and what changed from the one to the other. */
+export interface PromptVersionDiff extends PromptDiff {
+  promptId: string
+  from: PromptVersion
+  to: PromptVersion
+}
 
 export interface CatalogPolicy {
   /** Variables any backend's key may be taken from, besides those the backend names. */
@@ -82,6 +90,15 @@ export class CatalogService {
 
   promptVersion(tenantId: string, id: string, version: number): Promise<PromptVersion | null> {
     return this.catalog.getPromptVersion(tenantId, id, version)
+  }
+
+  /** What changed from one stored version of a prompt to another. */
+  async promptDiff(tenantId: string, id: string, from: number, to: number): Promise<PromptVersionDiff> {
+    const promptId = parseInput(idSchema, id, 'id')
+    const [older, newer] = await Promise.all([from, to].map((v) => this.catalog.getPromptVersion(tenantId, promptId, v)))
+    if (!older) throw new NotFoundError('prompt version', `${promptId}#${from}`)
+    if (!newer) throw new NotFoundError('prompt version', `${promptId}#${to}`)
+    return { promptId, from: older, to: newer, ...promptDiff(older.definition, newer.definition) }
   }
 
   promptLabels(tenantId: string, id: string): Promise<PromptLabel[]> {

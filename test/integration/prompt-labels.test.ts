@@ -4,6 +4,7 @@ import {
   CatalogEventsDocument,
   type CatalogEventsSubscription,
   PreparePromptDocument,
+  PromptDiffDocument,
   PromptHistoryDocument,
   PromptLabelsDocument,
   RunPromptRefDocument,
@@ -71,6 +72,34 @@ describe.each(providers)('prompt versions and labels (%s)', (provider) => {
     expect(rest.data!.prompt!.versions.edges.map((e) => e.node.version)).toEqual([1])
     expect(rest.data!.prompt!.versions.pageInfo.hasNextPage).toBe(false)
     expect(rest.data!.prompt!.versionAt).toBeNull()
+  })
+
+  it('answers the diff of any two versions, and NOT_FOUND for a version that does not exist', async () => {
+    await save('diffed', 'Say hi')
+    await save('diffed', 'Say hello')
+    const { data } = await t.request(PromptDiffDocument, { id: 'diffed', from: 1, to: 2 })
+    expect(data!.promptDiff).toEqual({
+      identical: false,
+      from: { version: 1 },
+      to: { version: 2 },
+      messages: [
+        {
+          change: 'CHANGED',
+          fromIndex: 0,
+          toIndex: 0,
+          segments: [
+            { op: 'EQUAL', text: 'Say ' },
+            { op: 'DELETE', text: 'hi' },
+            { op: 'INSERT', text: 'hello' },
+            { op: 'EQUAL', text: ' {{input}}' },
+          ],
+        },
+      ],
+      fields: [],
+    })
+    expect((await t.request(PromptDiffDocument, { id: 'diffed', from: 2, to: 2 })).data!.promptDiff.identical).toBe(true)
+    const missing = await t.request(PromptDiffDocument, { id: 'diffed', from: 1, to: 3 })
+    expect(missing.errors?.[0]).toMatchObject({ extensions: { code: 'NOT_FOUND' }, message: "prompt version 'diffed#3' not found" })
   })
 
   it('moves a label by compare-and-set: a stale expectedVersion is a LabelConflictError and changes nothing', async () => {
