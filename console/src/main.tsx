@@ -3,6 +3,7 @@ import { useMemo, useState } from 'preact/hooks'
 import { connect, needsKey, storedKey, storeKey } from './api.js'
 import { Backends } from './backends.js'
 import { useRoute } from './hooks.js'
+import { PromptDiff } from './prompt-diff.js'
 import { RunDetail } from './run-detail.js'
 import { SessionView } from './session-view.js'
 import { Sessions } from './sessions.js'
@@ -64,6 +65,7 @@ function App() {
         </section>
         <aside>
           <Backends client={client} />
+          <PromptDiff client={client} />
           {route.runId && <RunDetail client={client} runId={route.runId} refresh={runsChanged} />}
         </aside>
       </main>

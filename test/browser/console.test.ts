@@ -6,7 +6,13 @@ import path from 'node:path'
 import type { Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { PROJECT_ROOT } from '../../src/config.js'
-import { CreateSessionDocument, EnqueuePromptDocument, RunDocument } from '../generated/graphql.js'
+import {
+  CreateSessionDocument,
+  EnqueuePromptDocument,
+  RunDocument,
+  SetPromptLabelDocument,
+  UpsertPromptDocument,
+} from '../generated/graphql.js'
 import { haveChromium, type LoopbackBrowser, launchLoopbackBrowser, NO_CHROMIUM } from '../helpers/browser.js'
 import { createTestDatabase } from '../helpers/databases.js'
 import { slow, waitForEntry, words } from '../helpers/flow.js'
@@ -111,6 +117,30 @@ describe.skipIf(!haveChromium)(`the console in headless Chromium${haveChromium ?
       })
     await expect.poll(() => page.getByTestId('run-detail').textContent(), { timeout: 15_000 }).toContain('COMPLETED')
     expect(browser.external).toEqual([])
+  })
+
+  it('shows what changed between two versions of a prompt, and where its labels point', async () => {
+    for (const content of ['Write a haiku about {{topic}}.', 'Write a short haiku about {{topic}}!']) {
+      await server.request(UpsertPromptDocument, {
+        input: { id: 'poem', messages: [{ role: 'USER', content }], defaultProfileId: 'fake-echo' },
+      })
+    }
+    await server.request(SetPromptLabelDocument, { input: { promptId: 'poem', label: 'production', version: 1 } })
+    const page = await browser.context.newPage()
+    await page.goto(`${server.http.url}/console`)
+    const panel = page.getByRole('region', { name: 'Prompt versions' })
+    await expect.poll(() => panel.locator('select[name=promptId]').textContent(), { timeout: 15_000 }).toContain('poem (v2)')
+    await panel.locator('select[name=promptId]').selectOption('poem')
+    const diff = panel.getByTestId('prompt-diff')
+    await expect.poll(() => diff.locator('ins').allTextContents(), { timeout: 15_000 }).toEqual(['short ', '!'])
+    expect(await diff.locator('del').allTextContents()).toEqual(['.'])
+    expect(await panel.getByTestId('labels').textContent()).toBe('production: v1')
+    // the same version on both sides: nothing changed
+    await panel.locator('select[name=from]').selectOption('2')
+    await expect.poll(() => panel.textContent(), { timeout: 15_000 }).toContain('The two versions are the same.')
+    expect(await diff.locator('ins, del').count()).toBe(0)
+    expect(browser.external).toEqual([])
+    await page.close()
   })
 
   it('loads and works with nothing reachable but loopback: every request goes to this server', async () => {
