@@ -51,6 +51,14 @@ export interface CatalogReader {
 
 export const promptDefinitionHash = (definition: PromptDefinition): string => hashValue(definition)
 
+/** A prompt version another one includes, as admission resolved it (`key`: the reference, `id@label` or `id#3`). */
+export interface PromptInclude {
+  key: string
+  promptId: string
+  version: number
+  definitionHash: string
+}
+
 /** A change to a tenant's catalog, published to its `catalogEvents` subscribers. */
 export type CatalogEvent =
   | { type: 'PROMPT_VERSION_CREATED'; version: PromptVersion }

@@ -1,3 +1,4 @@
+import type { PromptInclude } from './catalog.js'
 import type { Role, SettingsLayer } from './definitions.js'
 import type { ToolCall, ToolLayer, ToolRound } from './tools.js'
 
@@ -81,6 +82,8 @@ export interface AdmissionFacts {
   splitBucket: number | null
   /** The API key that admitted it (its id); null where keys are off. */
   keyId: string | null
+  /** The versions the prompt's includes were resolved to; absent when it has none. */
+  includes?: PromptInclude[]
 }
 
 export interface SessionRecord {
@@ -251,6 +254,8 @@ export interface RunRecord {
   tags: string[]
   /** The run whose stored request this one replays. */
   replayOf: string | null
+  /** The prompt versions its prompt's includes stood for. */
+  includes: PromptInclude[]
 }
 
 /** The model's thinking before its answer, as the vendor sent it. */

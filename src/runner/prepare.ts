@@ -16,6 +16,7 @@ import { type EffectiveSettings, mergeSettings } from '../domain/settings.js'
 import { renderTemplates } from '../domain/template.js'
 import { mergeTooling, pairedHistory, type ToolCall, type Tooling, type ToolLayer, toolLayerOf, undeclaredChoice } from '../domain/tools.js'
 import { unsupportedSetting } from '../providers/capabilities.js'
+import { includedText, NO_INCLUDES, type ResolvedIncludes, resolveIncludes } from './prompt-includes.js'
 import { choosePrompt } from './prompt-ref.js'
 
 /** The session history a prompt renders after its system messages. */
@@ -94,6 +95,8 @@ export interface Resolution extends ProfileTarget {
   /** The label that chose the version (`latest` included), and a split label's bucket. */
   promptLabel: string | null
   splitBucket: number | null
+  /** The prompt versions its includes stand for, fixed here. */
+  includes: ResolvedIncludes
   input: string | null
   profile: Profile
   backend: Backend
@@ -151,6 +154,8 @@ export class PromptPreparer {
     // 2. the prompt definition, at the version the request (or its admission) chose
     const chosen = promptId === null ? null : await choosePrompt(this.catalog, tenantId, sessionId, { ...request, promptId })
     const prompt = chosen?.prompt ?? null
+    const pinned = request.admission?.includes
+    const includes = prompt ? await resolveIncludes(this.catalog, tenantId, sessionId, prompt, pinned, 'promptId') : NO_INCLUDES
 
     // 3. the profile: the request's, else the prompt's default, else the session's (a parallel
     // prompt runs its own profiles)
@@ -203,6 +208,7 @@ export class PromptPreparer {
       prompt,
       promptLabel: chosen?.label ?? null,
       splitBucket: chosen?.bucket ?? null,
+      includes,
       input,
       profile,
       backend: primary.backend,
@@ -272,6 +278,7 @@ export class PromptPreparer {
       const contents = renderTemplates(
         templates.map((m) => m.content),
         resolution.variables,
+        includedText(resolution.includes),
       )
       rendered = templates.map((m, i) => ({ role: m.role, content: contents[i]! }))
     }

@@ -20,7 +20,7 @@ export async function choosePrompt(
   catalog: CatalogReader,
   tenantId: string,
   sessionId: string | null,
-  request: RunRequest & { promptId: string },
+  request: Pick<RunRequest, 'promptVersion' | 'promptLabel' | 'admission'> & { promptId: string },
 ): Promise<ChosenPrompt> {
   const current = await catalog.getPrompt(tenantId, request.promptId)
   if (!current) throw new NotFoundError('prompt', request.promptId)

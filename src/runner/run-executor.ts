@@ -193,6 +193,7 @@ export class RunExecutor {
       run.promptVersion = resolution.prompt?.version ?? null
       run.promptLabel = resolution.promptLabel
       run.splitBucket = resolution.splitBucket
+      run.includes = resolution.includes.list
       run.definitionHash = resolution.prompt?.definitionHash ?? null
       // admission: a lease on the first backend with credentials, before the history is read
       const chains = resolution.parallel ?? [resolution.candidates]

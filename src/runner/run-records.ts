@@ -55,5 +55,6 @@ export function newRunRecord(entry: QueueEntryRecord): RunRecord {
     keyId: entry.request.admission?.keyId ?? null,
     tags: entry.request.tags ?? [],
     replayOf: entry.request.replayOf ?? null,
+    includes: entry.request.admission?.includes ?? [],
   }
 }

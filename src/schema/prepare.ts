@@ -2,6 +2,7 @@ import type { PreparedPrompt } from '../runner/prepare.js'
 import { builder } from './builder.js'
 import { CredentialSourceRef } from './profile.js'
 import { ChatMessageRef, OutputContractRef } from './prompt.js'
+import { PromptIncludeRef } from './prompt-include.js'
 import { runRequestFields, settingsJson } from './settings.js'
 
 const PreparePromptInput = builder.inputType('PreparePromptInput', {
@@ -35,7 +36,12 @@ const PreparedPromptRef = builder.objectRef<PreparedPrompt>('PreparedPrompt').im
       description: 'sha256 of the canonical prompt definition.',
       resolve: (p) => p.prompt?.definitionHash ?? null,
     }),
-    renderedHash: t.exposeString('renderedHash', { description: 'sha256 of the canonical rendered messages.' }),
+    renderedHash: t.exposeString('renderedHash', { description: 'sha256 of the canonical rendered messages (includes expanded).' }),
+    includes: t.field({
+      type: [PromptIncludeRef],
+      description: 'The prompts included, at the versions resolved now (a run resolves them at admission).',
+      resolve: (p) => p.includes.list,
+    }),
     profileId: t.id({ description: 'The profile picked: the request, prompt or session default.', resolve: (p) => p.profile.id }),
     backendId: t.id({ description: "The profile's backend.", resolve: (p) => p.backend.id }),
     model: t.exposeString('model', { description: 'The model the run would ask.' }),

@@ -6,6 +6,7 @@ import { describedValues } from './described.js'
 import { ErrorCodeEnum } from './errors.js'
 import { FinishReasonEnum } from './finish-reason.js'
 import { encodeCursor, forwardPage, pageArgs, toConnection } from './paging.js'
+import { PromptIncludeRef } from './prompt-include.js'
 import { ReasoningRef } from './reasoning.js'
 import { PendingToolCallRef, pendingToolCalls, SubmitToolResultsInput, ToolRoundRef } from './tool.js'
 import { UsageRef } from './usage.js'
@@ -126,6 +127,12 @@ export const RunRef = builder.objectRef<RunRecord>('Run').implement({
     keyId: t.exposeString('keyId', { nullable: true, description: 'The API key that admitted it (its id); null where keys are off.' }),
     tags: t.exposeStringList('tags', { description: 'The tags its request carried.' }),
     replayOf: t.exposeID('replayOf', { nullable: true, description: 'The run whose stored request this one replays; null otherwise.' }),
+    includes: t.field({
+      type: [PromptIncludeRef],
+      description:
+        'The prompts its prompt included, each at the version admission fixed (the parent’s definitionHash covers only its own text).',
+      resolve: (r) => r.includes,
+    }),
     profileId: t.exposeID('profileId', { nullable: true, description: 'Null when the run failed before a profile was resolved.' }),
     backendId: t.exposeID('backendId', {
       nullable: true,

@@ -1,14 +1,16 @@
 import type { CapacityPools, CapacitySnapshot } from '../capacity/capacity-pool.js'
 import type { Catalog } from '../catalog/catalog.js'
 import { type Principal, recordedKeyId } from '../domain/access.js'
-import type { Backend, Profile, Prompt, PromptVersion } from '../domain/catalog.js'
+import { type Backend, CATALOG_TENANT, type Profile, type Prompt, type PromptVersion } from '../domain/catalog.js'
 import { credentialEnvAllowed, endpointAllowed, type SecretLookup } from '../domain/credentials.js'
 import { idSchema, parseInput, profileSchema, promptSchema, toPromptDefinition } from '../domain/definitions.js'
 import { ForbiddenError, InvalidRequestError, LabelConflictError, NotFoundError } from '../domain/errors.js'
 import { type PromptDiff, promptDiff } from '../domain/prompt-diff.js'
 import { labelMoveSchema, type PromptLabel, type PromptLabelMove } from '../domain/prompt-labels.js'
+import { templateIncludes } from '../domain/template.js'
 import type { CatalogEvents } from '../events/catalog-events.js'
 import { type ProfileTarget, profileTarget } from '../runner/prepare.js'
+import { resolveIncludes } from '../runner/prompt-includes.js'
 
 export interface ProfileInspection extends ProfileTarget {
   profile: Profile
@@ -74,6 +76,8 @@ export class CatalogService {
     }
     const judge = definition.parallel?.judgePromptId
     if (judge && judge !== parsed.id && !(await this.catalog.getPrompt(tenantId, judge))) throw new NotFoundError('prompt', judge)
+    // every include must exist, and none may lead back here (as the labels stand now)
+    await resolveIncludes(this.catalog, tenantId, null, { id: parsed.id, definition }, undefined, 'input.messages')
     const before = await this.catalog.getPrompt(tenantId, parsed.id)
     const saved = await this.catalog.savePrompt(tenantId, parsed.id, description, definition, recordedKeyId(principal))
     if (saved.version !== before?.version) {
@@ -149,10 +153,30 @@ export class CatalogService {
   }
 
   async deletePrompt(tenantId: string, id: string): Promise<string> {
-    const outcome = await this.catalog.deletePrompt(tenantId, parseInput(idSchema, id, 'id'))
+    const dependents = await this.includersOf(tenantId, parseInput(idSchema, id, 'id'))
+    if (dependents.length > 0) {
+      const names = dependents.map((d) => `'${d}'`).join(', ')
+      throw InvalidRequestError.at('id', `prompt '${id}' is included by ${names}; remove those includes first`)
+    }
+    const outcome = await this.catalog.deletePrompt(tenantId, id)
     if (outcome === 'missing') throw new NotFoundError('prompt', id)
     if (outcome === 'catalog') throw InvalidRequestError.at('id', `prompt '${id}' is defined in the catalog files; change it there`)
     return id
+  }
+
+  /** The prompts the tenant sees whose templates include `id`, unless a catalog prompt of that id would stand in for it. */
+  private async includersOf(tenantId: string, id: string): Promise<string[]> {
+    if (await this.catalog.getPrompt(CATALOG_TENANT, id)) return []
+    const includers: string[] = []
+    for (let after: string | null = null; ; ) {
+      const page = await this.catalog.listPrompts(tenantId, after, 200)
+      for (const prompt of page) {
+        const includes = templateIncludes(prompt.definition.messages.map((m) => m.content))
+        if (prompt.id !== id && includes.some((ref) => ref.promptId === id)) includers.push(prompt.id)
+      }
+      if (page.length < 200) return includers
+      after = page.at(-1)!.id
+    }
   }
 
   listProfiles(tenantId: string): Promise<Profile[]> {

@@ -95,6 +95,7 @@ export class RunService {
         promptLabel: admitted.promptLabel,
         splitBucket: admitted.splitBucket,
         keyId: input.keyId,
+        ...(admitted.includes.list.length > 0 && { includes: admitted.includes.list }),
       }
       return this.queue.admit({
         tenantId,

@@ -1,4 +1,5 @@
 import type { Prisma } from '@db/client'
+import type { PromptInclude } from '../domain/catalog.js'
 import { TERMINAL_RUN_STATUSES } from '../domain/lifecycles.js'
 import type {
   Alternative,
@@ -62,6 +63,7 @@ const select = {
   keyId: true,
   tags: true,
   replayOf: true,
+  includes: true,
 } satisfies Prisma.RunSelect
 
 type Row = Prisma.RunGetPayload<{ select: typeof select }>
@@ -81,6 +83,7 @@ function toRecord(row: Row): RunRecord {
     reasoning,
     toolRounds,
     tags,
+    includes,
     ...rest
   } = row
   return {
@@ -91,6 +94,7 @@ function toRecord(row: Row): RunRecord {
     reasoning: reasoning as Reasoning | null,
     toolRounds: (toolRounds as ToolRound[] | null) ?? [],
     tags: (tags as string[] | null) ?? [],
+    includes: (includes as PromptInclude[] | null) ?? [],
     status: row.status as RunStatus,
     terminalReason: row.terminalReason as TerminalReason | null,
     finishReason: row.finishReason as FinishReason | null,
@@ -123,6 +127,7 @@ export function runData(run: RunRecord) {
     promptVersion: run.promptVersion,
     promptLabel: run.promptLabel,
     splitBucket: run.splitBucket,
+    includes: nullableJson(run.includes.length === 0 ? null : run.includes),
     profileId: run.profileId,
     backendId: run.backendId,
     model: run.model,

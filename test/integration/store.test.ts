@@ -92,6 +92,7 @@ describe.each(providers)('records written by the store read back the same (%s)',
     keyId: 'a1b2c3d4e5f60718',
     tags: ['checkout', 'team:web'],
     replayOf: 'run-0',
+    includes: [{ key: 'tone@beta', promptId: 'tone', version: 2, definitionHash: 'h' }],
   }
 
   it('keeps every field of a queue entry', async () => {

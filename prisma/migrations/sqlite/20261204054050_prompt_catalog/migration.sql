@@ -2,6 +2,7 @@
 ALTER TABLE "PromptVersion" ADD COLUMN "authorKeyId" TEXT;
 
 -- AlterTable
+ALTER TABLE "Run" ADD COLUMN "includes" JSONB;
 ALTER TABLE "Run" ADD COLUMN "keyId" TEXT;
 ALTER TABLE "Run" ADD COLUMN "promptLabel" TEXT;
 ALTER TABLE "Run" ADD COLUMN "replayOf" TEXT;

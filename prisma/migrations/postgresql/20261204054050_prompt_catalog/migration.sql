@@ -2,7 +2,8 @@
 ALTER TABLE "PromptVersion" ADD COLUMN     "authorKeyId" TEXT;
 
 -- AlterTable
-ALTER TABLE "Run" ADD COLUMN     "keyId" TEXT,
+ALTER TABLE "Run" ADD COLUMN     "includes" JSONB,
+ADD COLUMN     "keyId" TEXT,
 ADD COLUMN     "promptLabel" TEXT,
 ADD COLUMN     "replayOf" TEXT,
 ADD COLUMN     "request" JSONB,
