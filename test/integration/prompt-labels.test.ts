@@ -35,6 +35,8 @@ describe.each(providers)('prompt versions and labels (%s)', (provider) => {
           { sha256: sha256Hex(WRITER), tenantId: 'acme', role: 'write' },
         ],
         protectedLabels: ['stable'],
+        // the split test opens 1 000 sessions as fast as it can
+        requestLimits: { mutationsPerSecond: 10_000 },
       },
     })
   })
@@ -237,6 +239,36 @@ describe.each(providers)('prompt versions and labels (%s)', (provider) => {
       seen.add(first.promptVersion!)
     }
     expect([...seen].sort()).toEqual([1, 2])
+  })
+
+  it('sends 90 % ± 3 of 1 000 sessions to the 90 share of a split, each session always to the same version', async () => {
+    await save('ninety', 'main')
+    await save('ninety', 'trial')
+    await setLabel({
+      promptId: 'ninety',
+      label: 'production',
+      split: [
+        { version: 1, weight: 90 },
+        { version: 2, weight: 10 },
+      ],
+    })
+    const ids = Array.from({ length: 1000 }, (_, i) => `ninety-${i}`)
+    const versionOf = async (sessionId: string) =>
+      (await t.request(PreparePromptDocument, { input: { sessionId, promptId: 'ninety', variables: { input: 'x' } } })).data!.preparePrompt
+        .promptVersion
+    const versions: (number | null | undefined)[] = []
+    for (let at = 0; at < ids.length; at += 100) {
+      const batch = ids.slice(at, at + 100)
+      await Promise.all(batch.map((id) => createSession(t, id)))
+      versions.push(...(await Promise.all(batch.map(versionOf))))
+    }
+    const onMain = versions.filter((v) => v === 1).length
+    expect(onMain).toBeGreaterThanOrEqual(870)
+    expect(onMain).toBeLessThanOrEqual(930)
+    expect(versions.filter((v) => v === 2)).toHaveLength(1000 - onMain)
+    // asked again, every session answers the version it answered first
+    const again = await Promise.all(ids.slice(0, 200).map(versionOf))
+    expect(again).toEqual(versions.slice(0, 200))
   })
 
   it('publishes new versions and label moves to catalogEvents subscribers', async () => {
