@@ -1,13 +1,15 @@
 import { InvalidRequestError, NotFoundError, ToolResultRejectedError } from '../domain/errors.js'
-import type { Alternative, FailoverAttempt, OutputValidation, RunFilter, RunRecord, RunStatus, TerminalReason } from '../domain/records.js'
+import type { OutputValidation, RunFilter, RunRecord, RunStatus, TerminalReason } from '../domain/records.js'
 import { builder } from './builder.js'
 import type { Context } from './context.js'
 import { describedValues } from './described.js'
 import { ErrorCodeEnum } from './errors.js'
+import { FailoverAttemptRef } from './failover-attempt.js'
 import { FinishReasonEnum } from './finish-reason.js'
 import { encodeCursor, forwardPage, pageArgs, toConnection } from './paging.js'
 import { PromptIncludeRef } from './prompt-include.js'
 import { ReasoningRef } from './reasoning.js'
+import { AlternativeRef } from './run-alternative.js'
 import { PendingToolCallRef, pendingToolCalls, SubmitToolResultsInput, ToolRoundRef } from './tool.js'
 import { UsageRef } from './usage.js'
 
@@ -43,63 +45,12 @@ const TerminalReasonEnum = builder.enumType('TerminalReason', {
   }),
 })
 
-const FailoverOutcomeEnum = builder.enumType('FailoverOutcome', {
-  description: 'How one try of a candidate profile went.',
-  values: {
-    SUCCEEDED: { description: 'The candidate answered.' },
-    FAILED: { description: 'The call failed; see errorCode.' },
-    SKIPPED: { description: 'The candidate has no credentials; nothing was sent.' },
-  },
-})
-
-const FailoverAttemptRef = builder.objectRef<FailoverAttempt>('FailoverAttempt').implement({
-  description: 'One try of one candidate profile during a run.',
-  fields: (t) => ({
-    profileId: t.exposeID('profileId', { description: 'The candidate profile tried.' }),
-    backendId: t.exposeID('backendId', { description: "The candidate's backend." }),
-    model: t.exposeString('model', { description: 'The model asked.' }),
-    outcome: t.field({ type: FailoverOutcomeEnum, description: 'How the try went.', resolve: (a) => a.outcome }),
-    errorCode: t.exposeString('errorCode', {
-      nullable: true,
-      description:
-        'RATE_LIMITED, OVERLOADED, SERVER_ERROR, NETWORK, UNAUTHORIZED, NOT_FOUND, CONTEXT_LENGTH, BAD_REQUEST or NO_CREDENTIALS.',
-    }),
-    durationMs: t.exposeInt('durationMs', { description: 'How long the try took, in milliseconds (0 when skipped).' }),
-    attempt: t.exposeInt('attempt', { description: '1 for the first call to the candidate, 2 for its first retry, …; 0 when skipped.' }),
-  }),
-})
-
 const ValidationRef = builder.objectRef<OutputValidation>('OutputValidation').implement({
   description: "How the output met the prompt's contract.",
   fields: (t) => ({
     valid: t.exposeBoolean('valid', { description: 'True when the last answer met the contract.' }),
     errors: t.exposeStringList('errors', { description: 'What was wrong with the last answer.' }),
     attempts: t.exposeInt('attempts', { description: 'Generations made: 1 + repairs.' }),
-  }),
-})
-
-const AlternativeRef = builder.objectRef<Alternative>('RunAlternative').implement({
-  description: 'An answer of a parallel prompt that was not selected.',
-  fields: (t) => ({
-    profileId: t.exposeID('profileId', { description: 'The parallel profile that gave this answer.' }),
-    backendId: t.exposeID('backendId', { description: "The profile's backend." }),
-    model: t.exposeString('model', { description: 'The model that answered.' }),
-    status: t.exposeString('status', { description: 'COMPLETED, FAILED, or ABORTED (stopped once another was selected).' }),
-    output: t.exposeString('output', { description: 'Its answer (partial when it was stopped or failed).' }),
-    valid: t.exposeBoolean('valid', {
-      nullable: true,
-      description: 'Whether it met the output contract; null when it never got to validation.',
-    }),
-    errorCode: t.field({
-      type: ErrorCodeEnum,
-      nullable: true,
-      description: 'Why it failed; null unless FAILED.',
-      resolve: (a) => a.errorCode as never,
-    }),
-    errorMessage: t.exposeString('errorMessage', {
-      nullable: true,
-      description: 'What went wrong, or why it was stopped; null when it completed.',
-    }),
   }),
 })
 
