@@ -230,41 +230,34 @@ class LookupCache<T> {
   }
 }
 
-/** A stored definition, checked on the way out. */
-function storedDefinition(id: string, version: number, stored: unknown, description: string | null) {
-  const parsed = promptSchema.safeParse({ id, description, ...(stored as object) })
+/** What a prompt's row and a stored version of it hold alike, checked on the way out. */
+function storedPrompt(
+  row: { tenantId: string; version: number; definitionHash: string; definition: unknown },
+  id: string,
+  description: string | null,
+) {
+  const parsed = promptSchema.safeParse({ id, description, ...(row.definition as object) })
   if (!parsed.success) {
-    throw new PromptLoadError(`prompt '${id}' version ${version} has an invalid stored definition: ${describeIssues(parsed.error)}`)
+    throw new PromptLoadError(`prompt '${id}' version ${row.version} has an invalid stored definition: ${describeIssues(parsed.error)}`)
   }
-  return toPromptDefinition(parsed.data)
+  const { description: described, definition } = toPromptDefinition(parsed.data)
+  return {
+    source: row.tenantId === CATALOG_TENANT ? ('CATALOG' as const) : ('API' as const),
+    version: row.version,
+    definitionHash: row.definitionHash,
+    description: described,
+    definition,
+    variables: templateVariables(definition.messages.map((m) => m.content)),
+  }
 }
 
 function toPromptVersion(row: PromptVersionRow): PromptVersion {
-  const { definition } = storedDefinition(row.promptId, row.version, row.definition, null)
-  return {
-    promptId: row.promptId,
-    source: row.tenantId === CATALOG_TENANT ? 'CATALOG' : 'API',
-    version: row.version,
-    definitionHash: row.definitionHash,
-    definition,
-    variables: templateVariables(definition.messages.map((m) => m.content)),
-    authorKeyId: row.authorKeyId,
-    createdAt: row.createdAt,
-  }
+  const { description: _, ...stored } = storedPrompt(row, row.promptId, null)
+  return { promptId: row.promptId, ...stored, authorKeyId: row.authorKeyId, createdAt: row.createdAt }
 }
 
 function toPrompt(row: PromptRow): Prompt {
-  const { description, definition } = storedDefinition(row.id, row.version, row.definition, row.description)
-  return {
-    id: row.id,
-    source: row.tenantId === CATALOG_TENANT ? 'CATALOG' : 'API',
-    version: row.version,
-    definitionHash: row.definitionHash,
-    description,
-    definition,
-    variables: templateVariables(definition.messages.map((m) => m.content)),
-    updatedAt: row.updatedAt,
-  }
+  return { id: row.id, ...storedPrompt(row, row.id, row.description), updatedAt: row.updatedAt }
 }
 
 function toProfile(row: ProfileRow): Profile {
