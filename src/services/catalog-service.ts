@@ -36,17 +36,13 @@ export interface CatalogPolicy {
 
 /** Use cases over the prompt and profile catalog: listing, inspecting, creating, deleting; versions and labels. */
 export class CatalogService {
-  private readonly credentialEnvAllowlist: readonly string[]
-
   constructor(
     private readonly catalog: Catalog,
     private readonly secrets: SecretLookup,
     private readonly capacity: CapacityPools,
     private readonly events: CatalogEvents,
     private readonly policy: CatalogPolicy,
-  ) {
-    this.credentialEnvAllowlist = policy.credentialEnvAllowlist
-  }
+  ) {}
 
   /** A backend's capacity limits and what is in use right now. */
   capacityOf(backend: Backend): CapacitySnapshot {
@@ -99,10 +95,10 @@ export class CatalogService {
   /** What changed from one stored version of a prompt to another. */
   async promptDiff(tenantId: string, id: string, from: number, to: number): Promise<PromptVersionDiff> {
     const promptId = parseInput(idSchema, id, 'id')
-    const [older, newer] = await Promise.all([from, to].map((v) => this.catalog.getPromptVersion(tenantId, promptId, v)))
-    if (!older) throw new NotFoundError('prompt version', `${promptId}#${from}`)
-    if (!newer) throw new NotFoundError('prompt version', `${promptId}#${to}`)
-    return { promptId, from: older, to: newer, ...promptDiff(older.definition, newer.definition) }
+    const [before, after] = await Promise.all([from, to].map((v) => this.catalog.getPromptVersion(tenantId, promptId, v)))
+    if (!before) throw new NotFoundError('prompt version', `${promptId}#${from}`)
+    if (!after) throw new NotFoundError('prompt version', `${promptId}#${to}`)
+    return { promptId, from: before, to: after, ...promptDiff(before.definition, after.definition) }
   }
 
   promptLabels(tenantId: string, id: string): Promise<PromptLabel[]> {
@@ -206,7 +202,7 @@ export class CatalogService {
         `backend '${backend.id}' does not allow this endpoint (the operator lists them in its endpoints)`,
       )
     }
-    if (definition.credentialEnv && !credentialEnvAllowed(backend, definition.credentialEnv, this.credentialEnvAllowlist)) {
+    if (definition.credentialEnv && !credentialEnvAllowed(backend, definition.credentialEnv, this.policy.credentialEnvAllowlist)) {
       throw InvalidRequestError.at(
         'input.credentialEnv',
         `'${definition.credentialEnv}' is not a credential variable backend '${backend.id}' allows (see PROMPTLINE_CREDENTIAL_ENV_ALLOWLIST)`,
