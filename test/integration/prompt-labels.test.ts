@@ -132,6 +132,20 @@ describe.each(providers)('prompt versions and labels (%s)', (provider) => {
     ])
   })
 
+  it('lets exactly one of eight editors racing from the same expectedVersion move the label', async () => {
+    for (const text of ['r1', 'r2', 'r3']) await save('race', text)
+    await setLabel({ promptId: 'race', label: 'live', version: 1 })
+    const answers = await Promise.all(
+      Array.from({ length: 8 }, (_, i) => setLabel({ promptId: 'race', label: 'live', version: 2 + (i % 2), expectedVersion: 1 })),
+    )
+    const moved = answers.filter((a) => a?.__typename === 'SetPromptLabelPayload')
+    expect(moved).toHaveLength(1)
+    expect(answers.filter((a) => a?.__typename === 'LabelConflictError')).toHaveLength(7)
+    const { data } = await t.request(PromptLabelsDocument, { id: 'race', label: 'live' })
+    expect(data!.prompt!.labelHistory.map((m) => m.move)).toEqual([2, 1])
+    expect(data!.prompt!.labels[0]!.version).toBe(moved[0]!.__typename === 'SetPromptLabelPayload' ? moved[0]!.label.version : 0)
+  })
+
   it("refuses to set 'latest', a version that does not exist, and a split that does not add up", async () => {
     await save('refusals', 'only')
     const latest = await setLabel({ promptId: 'refusals', label: 'latest', version: 1 })
