@@ -96,8 +96,15 @@ export interface SessionRecord {
   keepHistory: boolean
   /** Where its runs' ends are posted unless a prompt names its own; null: nowhere. */
   webhookUrl: string | null
+  /** The session it was forked from, and the last message copied; null when it was created. */
+  forkedFrom: SessionFork | null
   createdAt: string
   updatedAt: string
+}
+
+export interface SessionFork {
+  sessionId: string
+  atPosition: number
 }
 
 export interface MessageRecord {

@@ -1,5 +1,5 @@
 import { InvalidRequestError, NotFoundError } from '../domain/errors.js'
-import type { MessageRecord, SessionRecord, Usage } from '../domain/records.js'
+import type { MessageRecord, SessionFork, SessionRecord, Usage } from '../domain/records.js'
 import { builder } from './builder.js'
 import { perRequestLoader } from './loaders.js'
 import { encodeCursor, forwardPage, pageArgs, toConnection } from './paging.js'
@@ -42,6 +42,14 @@ const sessionTotals = perRequestLoader<string, Usage & { costUsd: number | null 
   ctx.services.sessions.sessionTotals(ctx.tenantId, ids),
 )
 
+const SessionForkRef = builder.objectRef<SessionFork>('SessionFork').implement({
+  description: 'Where a forked session came from.',
+  fields: (t) => ({
+    sessionId: t.exposeID('sessionId', { description: 'The session it was copied from.' }),
+    atPosition: t.exposeInt('atPosition', { description: 'The last message copied, by position (0: none).' }),
+  }),
+})
+
 const SessionRef = builder.objectRef<SessionRecord>('Session').implement({
   description: 'A conversation thread with its own FIFO prompt queue.',
   fields: (t) => ({
@@ -63,6 +71,12 @@ const SessionRef = builder.objectRef<SessionRecord>('Session').implement({
     webhookUrl: t.exposeString('webhookUrl', {
       nullable: true,
       description: "Where its runs' ends are posted unless a prompt names its own; null: nowhere.",
+    }),
+    forkedFrom: t.field({
+      type: SessionForkRef,
+      nullable: true,
+      description: 'The session it was forked from (forkSession, or a replay); null for a session created as new.',
+      resolve: (s) => s.forkedFrom,
     }),
     status: t.field({
       type: SessionStatusEnum,

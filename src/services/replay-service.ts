@@ -58,10 +58,9 @@ export class ReplayService {
     if (run.sessionId === null) throw InvalidRequestError.at('input.sessionId', `run '${run.id}' has no session: name one`)
     const newSessionId =
       typeof idempotencyKey === 'string' ? `replay-${sha256Hex(`${run.id}\u0000${idempotencyKey}`).slice(0, 32)}` : `replay-${randomUUID()}`
-    if (await this.sessions.get(tenantId, newSessionId)) return newSessionId
     const history = await this.sessions.messages(tenantId, run.sessionId)
     const atPosition = history.filter((m) => m.createdAt < run.startedAt).at(-1)?.position ?? 0
-    await this.sessions.fork(tenantId, { sessionId: run.sessionId, atPosition, newSessionId })
-    return newSessionId
+    // a retry forks the same session at the same place, and so finds the fork it made
+    return (await this.sessions.fork(tenantId, { sessionId: run.sessionId, atPosition, newSessionId })).id
   }
 }

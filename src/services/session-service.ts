@@ -4,7 +4,7 @@ import type { Catalog } from '../catalog/catalog.js'
 import { idSchema, parseInput } from '../domain/definitions.js'
 import { InvalidRequestError, NotFoundError } from '../domain/errors.js'
 import { boundedJsonObject } from '../domain/json-bounds.js'
-import type { MessageRecord, QueueEntryView, SessionRecord, SessionStatus } from '../domain/records.js'
+import type { MessageRecord, QueueEntryView, SessionFork, SessionRecord, SessionStatus } from '../domain/records.js'
 import { type WebhookSigners, webhookUrlSchema } from '../domain/webhooks.js'
 import type { PromptQueue } from '../queue/prompt-queue.js'
 import { isUniqueViolation } from '../store/errors.js'
@@ -55,16 +55,20 @@ export class SessionService {
       throw new NotFoundError('profile', parsed.defaultProfileId)
     }
     if (parsed.webhookUrl) this.signers.requireFor(tenantId, 'input.webhookUrl')
-    return this.open(tenantId, parsed, [])
+    return this.open(tenantId, parsed, [], null)
   }
 
   /**
    * A new session with the settings of another and its history up to `atPosition` (0: none),
    * copied in one transaction; the source is not changed. A run going on in the source adds
-   * nothing to the fork.
+   * nothing to the fork. A retry with the same `newSessionId` answers the fork it made.
    */
   async fork(tenantId: string, input: unknown): Promise<SessionRecord> {
     const { sessionId, atPosition, newSessionId } = parseInput(forkSessionSchema, input, 'input')
+    if (newSessionId) {
+      const made = (await this.get(tenantId, newSessionId))?.forkedFrom
+      if (made?.sessionId === sessionId && made.atPosition === atPosition) return (await this.get(tenantId, newSessionId))!
+    }
     const source = await this.require(tenantId, sessionId, 'input.sessionId')
     const history = await this.messages(tenantId, sessionId)
     if (atPosition > 0 && !history.some((m) => m.position === atPosition)) {
@@ -74,10 +78,17 @@ export class SessionService {
     const metadata = source.metadata as Record<string, unknown> | null
     const id = newSessionId ?? randomUUID()
     const copied = history.filter((m) => m.position <= atPosition).map((m) => ({ ...m, id: randomUUID(), sessionId: id }))
-    return this.open(tenantId, { id, title, defaultProfileId, metadata, keepHistory, webhookUrl }, copied)
+    const settings = { id, title, defaultProfileId, metadata, keepHistory, webhookUrl }
+    return this.open(tenantId, settings, copied, { sessionId, atPosition }, 'input.newSessionId')
   }
 
-  private async open(tenantId: string, parsed: z.infer<typeof createSessionSchema>, history: MessageRecord[]): Promise<SessionRecord> {
+  private async open(
+    tenantId: string,
+    parsed: z.infer<typeof createSessionSchema>,
+    history: MessageRecord[],
+    forkedFrom: SessionFork | null,
+    idField = 'input.id',
+  ): Promise<SessionRecord> {
     const id = parsed.id ?? randomUUID()
     const lease = this.queue.newLease()
     try {
@@ -89,6 +100,7 @@ export class SessionService {
         metadata: parsed.metadata ?? null,
         keepHistory: parsed.keepHistory ?? true,
         webhookUrl: parsed.webhookUrl ?? null,
+        forkedFrom,
         sequenceCeiling: this.queue.firstSequenceCeiling,
         ...lease,
         history,
@@ -97,7 +109,7 @@ export class SessionService {
       this.queue.created(tenantId, id, lease)
       return session
     } catch (error) {
-      if (isUniqueViolation(error)) throw InvalidRequestError.at('input.id', `a session '${id}' already exists`)
+      if (isUniqueViolation(error)) throw InvalidRequestError.at(idField, `a session '${id}' already exists`)
       throw error
     }
   }

@@ -1,5 +1,5 @@
 import type { Prisma } from '@db/client'
-import type { MessageRecord, SessionRecord } from '../domain/records.js'
+import type { MessageRecord, SessionFork, SessionRecord } from '../domain/records.js'
 import type { ToolCall } from '../domain/tools.js'
 import type { Db } from './database.js'
 import { nullableJson } from './json-columns.js'
@@ -12,6 +12,7 @@ const sessionSelect = {
   metadata: true,
   keepHistory: true,
   webhookUrl: true,
+  forkedFrom: true,
   createdAt: true,
   updatedAt: true,
 } satisfies Prisma.SessionSelect
@@ -19,6 +20,7 @@ const sessionSelect = {
 type SessionRow = Prisma.SessionGetPayload<{ select: typeof sessionSelect }>
 const toSession = (row: SessionRow): SessionRecord => ({
   ...row,
+  forkedFrom: row.forkedFrom as SessionFork | null,
   createdAt: row.createdAt.toISOString(),
   updatedAt: row.updatedAt.toISOString(),
 })
@@ -65,6 +67,7 @@ export class SessionStore {
     metadata: unknown
     keepHistory: boolean
     webhookUrl: string | null
+    forkedFrom: SessionFork | null
     /** Event sequences reserved with the row. */
     sequenceCeiling: number
     /** The creating instance holds the session from the start (none: nobody holds it yet). */
@@ -79,6 +82,7 @@ export class SessionStore {
       data: {
         ...session,
         metadata: nullableJson(session.metadata),
+        forkedFrom: nullableJson(session.forkedFrom),
         sequenceCeiling,
         leaseOwner,
         leaseExpiresAt,

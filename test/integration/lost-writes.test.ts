@@ -23,7 +23,15 @@ describe.each(providers)('a transaction that fails never undoes a write acknowle
     opened = await openDatabase(database.url)
     await migrate(opened)
     store = new Store(opened)
-    const session = { title: null, defaultProfileId: null, metadata: null, keepHistory: true, webhookUrl: null, sequenceCeiling: 0 }
+    const session = {
+      title: null,
+      defaultProfileId: null,
+      metadata: null,
+      keepHistory: true,
+      webhookUrl: null,
+      forkedFrom: null,
+      sequenceCeiling: 0,
+    }
     await store.sessions.create({ ...session, tenantId: 't', id: 'ceiling' })
     await store.sessions.create({ ...session, tenantId: 't', id: 'leased' })
     await store.profiles.save('t', 'doomed', { backendId: 'fake', model: 'm' })

@@ -49,8 +49,13 @@ describe.each(providers)('replaying runs and forking sessions (%s)', (provider) 
 
   it('forks a session up to a message: the fork has that history and the source keeps its own', async () => {
     expect(await history('original')).toEqual(['earlier turn', 'earlier turn', 'alpha x', 'alpha x'])
-    const { data } = await t.request(ForkSessionDocument, { input: { sessionId: 'original', atPosition: 2, newSessionId: 'forked' } })
-    expect(data?.forkSession).toMatchObject({ session: { id: 'forked', defaultProfileId: 'fake-echo' } })
+    const input = { sessionId: 'original', atPosition: 2, newSessionId: 'forked' }
+    const { data } = await t.request(ForkSessionDocument, { input })
+    expect(data?.forkSession).toMatchObject({
+      session: { id: 'forked', defaultProfileId: 'fake-echo', forkedFrom: { sessionId: 'original', atPosition: 2 } },
+    })
+    // a retry of the same fork answers the session it made
+    expect((await t.request(ForkSessionDocument, { input })).data?.forkSession).toEqual(data?.forkSession)
     expect(await history('forked')).toEqual(['earlier turn', 'earlier turn'])
     await run({ sessionId: 'forked', input: 'in the fork' })
     expect(await history('forked')).toEqual(['earlier turn', 'earlier turn', 'in the fork', 'in the fork'])
@@ -64,7 +69,10 @@ describe.each(providers)('replaying runs and forking sessions (%s)', (provider) 
       message: "input.atPosition: session 'original' has no message at position 9",
     })
     const taken = await t.request(ForkSessionDocument, { input: { sessionId: 'original', atPosition: 0, newSessionId: 'forked' } })
-    expect(taken.data?.forkSession).toMatchObject({ code: 'INVALID_REQUEST' })
+    expect(taken.data?.forkSession).toMatchObject({
+      code: 'INVALID_REQUEST',
+      message: "input.newSessionId: a session 'forked' already exists",
+    })
     expect((await t.request(SessionDocument, { id: 'nowhere' })).data!.session).toBeNull()
     expect(await history('forked')).toHaveLength(4)
   })
@@ -73,6 +81,8 @@ describe.each(providers)('replaying runs and forking sessions (%s)', (provider) 
     const { entry, run: replayed } = await replay({ runId: source.id, promptRef: { id: 'replayed', version: 2 } })
     expect(entry).toMatchObject({ promptVersion: 2, input: 'x' })
     expect(entry.sessionId).toMatch(/^replay-/)
+    const fork = (await t.request(SessionDocument, { id: entry.sessionId })).data!.session!
+    expect(fork).toMatchObject({ forkedFrom: { sessionId: 'original', atPosition: 2 } })
     expect(replayed).toMatchObject({ replayOf: source.id, promptVersion: 2, output: 'bravo x', tags: ['eval'] })
     // the fork holds what the session held when the original run started, then the replay's turn
     expect(await history(entry.sessionId)).toEqual(['earlier turn', 'earlier turn', 'bravo x', 'bravo x'])

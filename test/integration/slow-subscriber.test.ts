@@ -19,7 +19,7 @@ describe('a subscriber that falls too far behind', () => {
       ...DEFAULT_EVENT_BUS_OPTIONS,
       subscriberBuffer: BUFFER,
     })
-    const session = { title: null, defaultProfileId: null, metadata: null, keepHistory: true, webhookUrl: null }
+    const session = { title: null, defaultProfileId: null, metadata: null, keepHistory: true, webhookUrl: null, forkedFrom: null }
     await store.sessions.create({ ...session, tenantId: 't', id: 's', sequenceCeiling: bus.firstCeiling })
     bus.openCreated('t', 's')
   })

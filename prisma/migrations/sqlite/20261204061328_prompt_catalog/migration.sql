@@ -10,6 +10,9 @@ ALTER TABLE "Run" ADD COLUMN "request" JSONB;
 ALTER TABLE "Run" ADD COLUMN "splitBucket" INTEGER;
 ALTER TABLE "Run" ADD COLUMN "tags" JSONB;
 
+-- AlterTable
+ALTER TABLE "Session" ADD COLUMN "forkedFrom" JSONB;
+
 -- CreateTable
 CREATE TABLE "PromptLabel" (
     "tenantId" TEXT NOT NULL,

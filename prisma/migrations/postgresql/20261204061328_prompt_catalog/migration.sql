@@ -10,6 +10,9 @@ ADD COLUMN     "request" JSONB,
 ADD COLUMN     "splitBucket" INTEGER,
 ADD COLUMN     "tags" JSONB;
 
+-- AlterTable
+ALTER TABLE "Session" ADD COLUMN     "forkedFrom" JSONB;
+
 -- CreateTable
 CREATE TABLE "PromptLabel" (
     "tenantId" TEXT NOT NULL,
