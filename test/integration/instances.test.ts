@@ -6,6 +6,8 @@ import { openStore, type Store } from '../../src/store/store.js'
 import { FakeVendorServer } from '../fixtures/fake-vendor.js'
 import {
   AbortRunDocument,
+  CatalogEventsDocument,
+  type CatalogEventsSubscription,
   CreateSessionDocument,
   DeleteSessionDocument,
   EnqueuePromptDocument,
@@ -15,6 +17,7 @@ import {
   SessionDocument,
   SessionEventsDocument,
   type SessionEventsSubscription,
+  SetPromptLabelDocument,
   UpsertPromptDocument,
 } from '../generated/graphql.js'
 import { catalogDir } from '../helpers/catalog-dir.js'
@@ -195,6 +198,44 @@ profiles:
     expect(await run()).toBe('first version')
     await upsert('second version')
     expect(await run()).toBe('second version')
+  }, 60_000)
+
+  it('tells a catalogEvents subscriber on B of the label A moved, and B runs the version it names from then on', async () => {
+    const [a, b] = await startInstances(2)
+    const upsert = (content: string) =>
+      post(a!.url, UpsertPromptDocument, {
+        input: { id: 'labelled', messages: [{ role: 'USER', content }], defaultProfileId: 'fake-echo' },
+      })
+    const moveLabel = (label: string, version: number, expectedVersion: number | null) =>
+      post(a!.url, SetPromptLabelDocument, { input: { promptId: 'labelled', label, version, expectedVersion } })
+    await upsert('one')
+    await upsert('two')
+    await moveLabel('production', 1, null)
+    await post(b!.url, CreateSessionDocument, { input: { id: 'labels', defaultProfileId: 'fake-echo' } })
+    const runOnB = async () => {
+      const result = (await post(b!.url, RunPromptDocument, { input: { sessionId: 'labels', promptId: 'labelled' } })).runPrompt
+      if (result.__typename !== 'RunPromptPayload') throw new Error(result.__typename)
+      return result.run?.output
+    }
+    expect(await runOnB()).toBe('one')
+
+    const client = wsClient(b!.url)
+    try {
+      const events = new Subscription(client, CatalogEventsDocument as never, {})
+      const moves = () => events.results.map((r) => (r.data as CatalogEventsSubscription).catalogEvents)
+      // nothing says when B listens on Redis but its first event: move a spare label until one arrives
+      for (let i = 0; events.results.length === 0; i++) {
+        await moveLabel('ping', 1 + (i % 2), i === 0 ? null : 1 + ((i - 1) % 2))
+        await events.until((r) => r.length > 0, 250).catch(() => {})
+      }
+      await moveLabel('production', 2, 1)
+      await events.until(() => moves().some((e) => e.__typename === 'PromptLabelMovedEvent' && e.move.label === 'production'), 20_000)
+      events.unsubscribe()
+      expect(moves().at(-1)).toEqual({ __typename: 'PromptLabelMovedEvent', move: { label: 'production', version: 2, previousVersion: 1 } })
+    } finally {
+      await client.dispose()
+    }
+    expect(await runOnB()).toBe('two')
   }, 60_000)
 
   it('when one instance is killed mid-run, one survivor reaps its run once and finishes its queue', async () => {
