@@ -37,13 +37,14 @@ describe.each(providers)('a server restart (%s)', (provider) => {
     const second = (await post(started.url, EnqueuePromptDocument, { input: { sessionId: 'crash', input: 'after the crash' } }))
       .enqueuePrompt
     if (first.__typename !== 'EnqueuePromptPayload' || second.__typename !== 'EnqueuePromptPayload') throw new Error('not admitted')
-    // once it generates with its rows written (20 s of tokens remain), kill it without warning
+    // once it generates with its rows and some of its tokens written (20 s of tokens remain), kill it without warning
     const store = await openStore(database.url)
     try {
       for (;;) {
         const entry = (await post(started.url, QueueEntryDocument, { sessionId: 'crash', queueId: first.entry.queueId })).queueEntry
         const run = entry?.status === 'RUNNING' && (await store.runs.find('local', entry.runId!))
-        if (run && run.status === 'GENERATING') break
+        const written = run ? await store.events.forRun('local', run.id, 0, 1000) : []
+        if (run && run.status === 'GENERATING' && written.some((e) => e.type === 'TOKEN_DELTA')) break
       }
     } finally {
       await store.close()
