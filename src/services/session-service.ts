@@ -66,8 +66,8 @@ export class SessionService {
   async fork(tenantId: string, input: unknown): Promise<SessionRecord> {
     const { sessionId, atPosition, newSessionId } = parseInput(forkSessionSchema, input, 'input')
     if (newSessionId) {
-      const made = (await this.get(tenantId, newSessionId))?.forkedFrom
-      if (made?.sessionId === sessionId && made.atPosition === atPosition) return (await this.get(tenantId, newSessionId))!
+      const made = await this.get(tenantId, newSessionId)
+      if (made?.forkedFrom?.sessionId === sessionId && made.forkedFrom.atPosition === atPosition) return made
     }
     const source = await this.require(tenantId, sessionId, 'input.sessionId')
     const history = await this.messages(tenantId, sessionId)
