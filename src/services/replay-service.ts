@@ -34,7 +34,8 @@ export class ReplayService {
     const { tenantId } = principal
     const { runId, promptRef, profileId, sessionId, idempotencyKey } = input
     const id = parseInput(recordIdSchema, runId, 'input.runId')
-    const source = await this.store.runs.find(tenantId, id)
+    // as the run is now: a run still starting may have no row yet
+    const source = await this.runs.run(tenantId, id, 'input.runId')
     if (!source) throw new NotFoundError('run', id)
     if (!isTerminalRun(source.status)) throw InvalidRequestError.at('input.runId', `run '${id}' has not ended yet`)
     const stored = await this.store.runs.requestOf(tenantId, id)
