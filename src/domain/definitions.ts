@@ -12,6 +12,9 @@ export const idSchema = z.string().regex(ID_PATTERN, 'must be 1-128 characters o
 export const envNameSchema = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/, 'must be an environment variable name')
 
 const REASONING_EFFORTS = ['none', 'minimal', 'low', 'medium', 'high', 'xhigh'] as const
+export const PROMPT_CACHE_MODES = ['AUTO', 'OFF'] as const
+export const PROMPT_CACHE_TTLS = ['FIVE_MINUTES', 'ONE_HOUR'] as const
+export const PROMPT_CACHE_KEYS = ['SESSION', 'PROMPT', 'NONE'] as const
 
 /** Enum values in files are case-insensitive; the canonical form is `canonical(value)`. */
 function looseEnum<const T extends readonly [string, ...string[]]>(values: T, canonical: (v: string) => string) {
@@ -35,6 +38,19 @@ export const settingsLayerSchema = z.strictObject({
     })
     .nullish(),
   extra: boundedJsonObject().nullish(),
+  /** Asks the vendor to cache the request's prefix; each absent field inherits. */
+  promptCache: z
+    .strictObject({
+      mode: looseEnum(PROMPT_CACHE_MODES, (v) => v.toUpperCase()),
+      ttl: looseEnum(PROMPT_CACHE_TTLS, (v) => v.toUpperCase()),
+      key: looseEnum(PROMPT_CACHE_KEYS, (v) => v.toUpperCase()),
+    })
+    .partial()
+    .nullish(),
+  /** An attempt that sends no token for this long ends with STREAM_TIMEOUT. */
+  firstTokenTimeoutMs: z.number().int().min(100).max(600_000).nullish(),
+  /** An attempt whose stream is silent this long between tokens ends with STREAM_TIMEOUT. */
+  streamIdleTimeoutMs: z.number().int().min(100).max(600_000).nullish(),
 })
 export type SettingsLayer = z.infer<typeof settingsLayerSchema>
 
@@ -105,6 +121,9 @@ const ROLES = ['system', 'user', 'assistant'] as const
 export type Role = (typeof ROLES)[number]
 const OUTPUT_KINDS = ['TEXT', 'JSON', 'JSON_SCHEMA'] as const
 export type OutputKind = (typeof OUTPUT_KINDS)[number]
+const OUTPUT_ENFORCEMENTS = ['AUTO', 'NATIVE', 'VALIDATE'] as const
+/** How a schema is enforced: the vendor's native mode where the schema fits (AUTO), always (NATIVE), or validation alone. */
+export type OutputEnforcement = (typeof OUTPUT_ENFORCEMENTS)[number]
 
 const messageTemplateSchema = z.strictObject({
   role: looseEnum(ROLES, (v) => v.toLowerCase()),
@@ -121,8 +140,11 @@ const outputContractSchema = z
   .strictObject({
     kind: looseEnum(OUTPUT_KINDS, (v) => v.toUpperCase()),
     schema: boundedJsonObject().nullish(),
+    enforcement: looseEnum(OUTPUT_ENFORCEMENTS, (v) => v.toUpperCase()).nullish(),
   })
   .superRefine((output, ctx) => {
+    if (output.enforcement === 'NATIVE' && output.kind !== 'JSON_SCHEMA')
+      ctx.addIssue({ code: 'custom', path: ['enforcement'], message: 'NATIVE needs kind JSON_SCHEMA' })
     if (output.kind !== 'JSON_SCHEMA') {
       if (output.schema != null) ctx.addIssue({ code: 'custom', path: ['schema'], message: 'is only allowed with kind JSON_SCHEMA' })
       return
@@ -133,7 +155,12 @@ const outputContractSchema = z
     const problem = compileOutputSchema(output.schema).error
     if (problem) ctx.addIssue({ code: 'custom', path: ['schema'], message: `is not a valid JSON Schema: ${problem}` })
   })
-export type OutputContract = { kind: OutputKind; schema: Record<string, unknown> | null }
+/** `enforcement` is absent for AUTO, so definitions from before it keep their hash. */
+export type OutputContract = {
+  kind: OutputKind
+  schema: Record<string, unknown> | null
+  enforcement?: Exclude<OutputEnforcement, 'AUTO'>
+}
 
 const PARALLEL_SELECTS = ['FIRST_VALID', 'BEST_OF'] as const
 type ParallelSelect = (typeof PARALLEL_SELECTS)[number]
@@ -188,7 +215,7 @@ export function toPromptDefinition(parsed: z.infer<typeof promptSchema>): { desc
     definition: {
       messages: parsed.messages.map((m) => ({ role: m.role, content: m.content })),
       defaultProfileId: parsed.defaultProfileId ?? null,
-      output: { kind: parsed.output?.kind ?? 'TEXT', schema: parsed.output?.schema ?? null },
+      output: outputContractOf(parsed.output),
       maxRepairs: parsed.maxRepairs ?? 0,
       ...(parsed.parallel && {
         parallel: {
@@ -200,6 +227,11 @@ export function toPromptDefinition(parsed: z.infer<typeof promptSchema>): { desc
       ...toolLayerOf(parsed),
     },
   }
+}
+
+function outputContractOf(output: z.infer<typeof outputContractSchema> | null | undefined): OutputContract {
+  const enforcement = output?.enforcement ?? 'AUTO'
+  return { kind: output?.kind ?? 'TEXT', schema: output?.schema ?? null, ...(enforcement !== 'AUTO' && { enforcement }) }
 }
 
 const issuePath = (issue: z.core.$ZodIssue, root: string): string =>

@@ -263,6 +263,22 @@ export interface RunRecord {
   replayOf: string | null
   /** The prompt versions its prompt's includes stood for. */
   includes: PromptInclude[]
+  /** How the answering candidate enforced the output contract: NATIVE or VALIDATE; null for TEXT (or before one answered). */
+  outputEnforcement: 'NATIVE' | 'VALIDATE' | null
+  /** What the response cache made of it; null when it asked for none. */
+  cache: RunCache | null
+}
+
+/** A run that asked the response cache: a hit answers from an earlier run, at no cost of its own. */
+export interface RunCache {
+  hit: boolean
+  /** The run whose answer a hit replays. */
+  sourceRunId: string | null
+  /** How old the cached answer was. */
+  ageMs: number | null
+  /** What the source run used and cost: shown apart, never counted again. */
+  sourceUsage: Usage | null
+  sourceCostUsd: number | null
 }
 
 /** The model's thinking before its answer, as the vendor sent it. */

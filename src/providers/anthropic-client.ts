@@ -1,5 +1,5 @@
 import type Anthropic from '@anthropic-ai/sdk'
-import type { Message, MessageParam, RawMessageStreamEvent, Tool, ToolChoice } from '@anthropic-ai/sdk/resources/messages'
+import type { Message, MessageParam, RawMessageStreamEvent, TextBlockParam, Tool, ToolChoice } from '@anthropic-ai/sdk/resources/messages'
 import type { ChatMessage, FinishReason, Usage } from '../domain/records.js'
 import { usageOf } from '../domain/records.js'
 import { parsedArguments, type Tooling } from '../domain/tools.js'
@@ -81,6 +81,36 @@ function toAnthropicMessages(messages: ChatMessage[]): { system: string; turns: 
   return { system, turns }
 }
 
+type CacheControl = { type: 'ephemeral'; ttl?: '5m' | '1h' }
+
+/**
+ * Anthropic caches only what is marked: the tools, the system text, the end of the history and
+ * the end of the request (four marks, Anthropic's most). The next request of a session reads
+ * the prefix its predecessor wrote.
+ */
+function markForCache(
+  tools: Tool[] | undefined,
+  system: string,
+  turns: Turn[],
+  cache: CacheControl,
+): { tools?: Tool[]; system?: TextBlockParam[]; turns: Turn[] } {
+  const marked = (turn: Turn | undefined): Turn | undefined => {
+    if (!turn) return turn
+    const blocks = asBlocks(turn.content)
+    const last = blocks.at(-1)
+    // thinking cannot be marked; such a turn (an assistant's with calls) ends with its calls anyway
+    if (!last || last.type === 'thinking' || last.type === 'redacted_thinking') return turn
+    return { ...turn, content: [...blocks.slice(0, -1), { ...last, cache_control: cache } as Block] }
+  }
+  const lastTool = tools?.at(-1)
+  const history = turns.length - 2
+  return {
+    ...(tools && lastTool && { tools: [...tools.slice(0, -1), { ...lastTool, cache_control: cache }] }),
+    ...(system !== '' && { system: [{ type: 'text', text: system, cache_control: cache }] }),
+    turns: turns.map((turn, i) => (i === history || i === turns.length - 1 ? marked(turn)! : turn)),
+  }
+}
+
 /** The tools and the choice among them, as Anthropic's request fields. */
 function anthropicTools(tooling: Tooling | null) {
   if (!tooling) return {}
@@ -116,13 +146,20 @@ export class AnthropicModelClient implements ModelClient {
     })
     const { settings } = request
     const { system, turns } = toAnthropicMessages(request.messages)
+    const tooling = anthropicTools(request.tooling)
+    const { promptCache } = settings
+    const cache: CacheControl = { type: 'ephemeral', ...(promptCache.ttl === 'ONE_HOUR' && { ttl: '1h' }) }
+    const marked = promptCache.mode === 'AUTO' ? markForCache(tooling.tools, system, turns, cache) : { turns }
     const body = {
       model: request.model,
       max_tokens: settings.maxTokens ?? 1024,
-      messages: turns,
+      messages: marked.turns,
       stream: true as const,
       ...(system !== '' && { system }),
-      ...anthropicTools(request.tooling),
+      ...tooling,
+      ...(marked.system && { system: marked.system }),
+      ...(marked.tools && { tools: marked.tools }),
+      ...(request.outputSchema && { output_config: { format: { type: 'json_schema' as const, schema: request.outputSchema } } }),
       ...(settings.temperature != null && { temperature: settings.temperature }),
       ...(settings.topP != null && { top_p: settings.topP }),
       ...(settings.stop != null && settings.stop.length > 0 && { stop_sequences: settings.stop }),

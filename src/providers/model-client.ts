@@ -11,6 +11,10 @@ export interface GenerateRequest {
   credential: Credential
   /** The tools offered to the model; null when none. */
   tooling: Tooling | null
+  /** OpenAI's prompt_cache_key; null when none is asked for (Anthropic takes marks, from the settings). */
+  promptCacheKey: string | null
+  /** A JSON Schema the vendor's native structured output must follow; null for none. */
+  outputSchema: Record<string, unknown> | null
 }
 
 /**

@@ -71,6 +71,15 @@ function openaiTools(tooling: Tooling | null) {
   return { tools, tool_choice: choice, ...(tooling.parallelToolCalls !== null && { parallel_tool_calls: tooling.parallelToolCalls }) }
 }
 
+/** OpenAI caches long prefixes by itself: a key keeps a session's requests on one cache, ONE_HOUR asks for its extended retention. */
+function openaiPromptCache({ settings, promptCacheKey }: GenerateRequest) {
+  if (settings.promptCache.mode === 'OFF') return {}
+  return {
+    ...(promptCacheKey !== null && { prompt_cache_key: promptCacheKey }),
+    ...(settings.promptCache.ttl === 'ONE_HOUR' && { prompt_cache_retention: '24h' as const }),
+  }
+}
+
 type ErrorChunk = { error?: { message?: string; type?: string | null; code?: string | null } }
 
 /**
@@ -104,6 +113,10 @@ export class OpenAIModelClient implements ModelClient {
       ...(settings.maxTokens != null &&
         (request.endpoint ? { max_tokens: settings.maxTokens } : { max_completion_tokens: settings.maxTokens })),
       ...(settings.reasoningEffort != null && { reasoning_effort: settings.reasoningEffort as 'low' }),
+      ...openaiPromptCache(request),
+      ...(request.outputSchema && {
+        response_format: { type: 'json_schema' as const, json_schema: { name: 'output', schema: request.outputSchema, strict: true } },
+      }),
       ...settings.extra,
     }
     const answer = new OpenAIAnswer(request.credential.reveal())

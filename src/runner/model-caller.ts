@@ -102,6 +102,8 @@ export class ModelCaller {
             endpoint: candidate.endpoint,
             credential: candidate.credential,
             tooling: candidate.tooling,
+            promptCacheKey: candidate.promptCacheKey,
+            outputSchema: candidate.output.schema,
           }
           let reported: Usage | null = null
           let end: CallEnd | null = null

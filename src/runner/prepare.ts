@@ -12,10 +12,11 @@ import {
 import { hashValue } from '../domain/hash.js'
 import { compileOutputSchema } from '../domain/output-schema.js'
 import type { ChatMessage, RunRequest } from '../domain/records.js'
-import { type EffectiveSettings, mergeSettings } from '../domain/settings.js'
+import { type EffectiveSettings, mergeSettings, promptCacheKey } from '../domain/settings.js'
 import { renderTemplates } from '../domain/template.js'
 import { mergeTooling, pairedHistory, type ToolCall, type Tooling, type ToolLayer, toolLayerOf, undeclaredChoice } from '../domain/tools.js'
 import { unsupportedSetting } from '../providers/capabilities.js'
+import { type OutputEnforcementPlan, outputEnforcementFor } from '../providers/structured-output.js'
 import { includedText, NO_INCLUDES, type ResolvedIncludes, resolveIncludes } from './prompt-includes.js'
 import { choosePrompt } from './prompt-ref.js'
 
@@ -80,6 +81,10 @@ export interface Candidate extends ProfileTarget {
   backend: Backend
   /** The tools it offers the model: the profile's, the prompt's and the request's; null when none. */
   tooling: Tooling | null
+  /** The vendor's prompt-cache routing key (OpenAI's prompt_cache_key); null when none is asked for. */
+  promptCacheKey: string | null
+  /** How it enforces the output contract, with the schema its vendor is sent. */
+  output: OutputEnforcementPlan
 }
 
 /** The cheap half: everything routing and admission need, no rendering, no model. */
@@ -183,7 +188,9 @@ export class PromptPreparer {
     // 4.-6. the backend, settings (defaults < backend < profile < request) and credentials, for
     // the profile and each failover candidate (for each parallel profile)
     const toolLayers = [prompt?.definition, request.tools]
-    const chain = (of: Profile) => this.chain(tenantId, of, overrides, requestEnv, toolLayers)
+    const scope = { tenantId, sessionId, promptId: prompt?.id ?? null }
+    const output = prompt?.definition.output ?? { kind: 'TEXT', schema: null }
+    const chain = (of: Profile) => this.chain(scope, of, { overrides, requestEnv, toolLayers, output })
     const candidates = await chain(profile)
     const parallel = parallelSpec
       ? await Promise.all(
@@ -218,22 +225,26 @@ export class PromptPreparer {
       credential: primary.credential,
       candidates,
       parallel,
-      output: prompt?.definition.output ?? { kind: 'TEXT', schema: null },
+      output,
       variables,
     }
   }
 
   /** A profile and its failover candidates, each with its backend, settings and credential. */
   private async chain(
-    tenantId: string,
+    scope: { tenantId: string; sessionId: string | null; promptId: string | null },
     profile: Profile,
-    overrides: SettingsLayer | null,
-    requestEnv: string | null,
-    toolLayers: (ToolLayer | null | undefined)[],
+    asked: {
+      overrides: SettingsLayer | null
+      requestEnv: string | null
+      toolLayers: (ToolLayer | null | undefined)[]
+      output: OutputContract
+    },
   ): Promise<Candidate[]> {
+    const { overrides, requestEnv, toolLayers } = asked
     const chain: Candidate[] = []
     for (const id of [profile.id, ...(profile.candidates ?? [])]) {
-      const member = id === profile.id ? profile : await this.catalog.getProfile(tenantId, id)
+      const member = id === profile.id ? profile : await this.catalog.getProfile(scope.tenantId, id)
       if (!member) throw new ProfileLoadError(`candidate profile '${id}' of profile '${profile.id}' does not exist`)
       const backend = this.catalog.getBackend(member.backendId)
       if (!backend) throw new ProfileLoadError(`profile '${member.id}' names unknown backend '${member.backendId}'`)
@@ -244,7 +255,12 @@ export class PromptPreparer {
       const tooling = mergeTooling([toolLayerOf(member), ...toolLayers])
       const undeclared = tooling && undeclaredChoice(tooling)
       if (undeclared) throw InvalidRequestError.at('tools.toolChoice', `names tool '${undeclared}', which is not declared`)
-      chain.push({ profile: member, backend, ...target, tooling })
+      const output = outputEnforcementFor(backend.kind, asked.output)
+      if (asked.output.enforcement === 'NATIVE' && output.problem !== null) {
+        throw InvalidRequestError.at('promptId', `profile '${member.id}' cannot enforce the output schema natively: ${output.problem}`)
+      }
+      const cacheKey = promptCacheKey(target.settings.promptCache, scope)
+      chain.push({ profile: member, backend, ...target, tooling, promptCacheKey: cacheKey, output })
     }
     return chain
   }

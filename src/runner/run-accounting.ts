@@ -46,6 +46,7 @@ export function follow(run: RunRecord, candidate: Candidate): void {
     backendId: candidate.backend.id,
     model: candidate.model,
     settings: redactSettings(candidate.settings),
+    outputEnforcement: candidate.output.enforcement,
   })
 }
 

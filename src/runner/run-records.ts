@@ -56,5 +56,7 @@ export function newRunRecord(entry: QueueEntryRecord): RunRecord {
     tags: entry.request.tags ?? [],
     replayOf: entry.request.replayOf ?? null,
     includes: entry.request.admission?.includes ?? [],
+    outputEnforcement: null,
+    cache: null,
   }
 }

@@ -1,5 +1,5 @@
 import type { Prompt } from '../domain/catalog.js'
-import type { OutputContract, OutputKind, ParallelSpec } from '../domain/definitions.js'
+import type { OutputContract, OutputEnforcement, OutputKind, ParallelSpec } from '../domain/definitions.js'
 import { NotFoundError } from '../domain/errors.js'
 import type { ChatMessage, MessageRole } from '../domain/records.js'
 import { builder } from './builder.js'
@@ -34,6 +34,15 @@ const OutputKindEnum = builder.enumType('OutputKind', {
   }),
 })
 
+export const OutputEnforcementEnum = builder.enumType('OutputEnforcement', {
+  description: 'How an output contract is enforced. Every answer is validated (and repaired within maxRepairs) either way.',
+  values: describedValues<OutputEnforcement>({
+    AUTO: "The vendor's native JSON-schema mode when the schema fits what the vendor takes (docs/providers.md), else validation alone.",
+    NATIVE: "The vendor's native JSON-schema mode; a backend or schema that cannot take it is refused at admission. Needs JSON_SCHEMA.",
+    VALIDATE: 'Validation alone: the schema is never sent to the vendor.',
+  }),
+})
+
 export const ChatMessageRef = builder.objectRef<ChatMessage>('ChatMessage').implement({
   description: 'One message: a template in a prompt, or a rendered message sent to a model.',
   fields: (t) => ({
@@ -53,6 +62,11 @@ export const OutputContractRef = builder.objectRef<OutputContract>('OutputContra
   fields: (t) => ({
     kind: t.field({ type: OutputKindEnum, description: 'What the answer must be.', resolve: (o) => o.kind }),
     schema: t.field({ type: 'JSON', nullable: true, description: 'The JSON Schema, for JSON_SCHEMA.', resolve: (o) => o.schema }),
+    enforcement: t.field({
+      type: OutputEnforcementEnum,
+      description: 'How the schema is enforced.',
+      resolve: (o) => o.enforcement ?? 'AUTO',
+    }),
   }),
 })
 
@@ -170,6 +184,7 @@ const OutputContractInput = builder.inputType('OutputContractInput', {
   fields: (t) => ({
     kind: t.field({ type: OutputKindEnum, required: true, description: 'What the answer must be.' }),
     schema: t.field({ type: 'JSON', description: 'A JSON Schema; required with JSON_SCHEMA, refused otherwise.' }),
+    enforcement: t.field({ type: OutputEnforcementEnum, description: 'How the schema is enforced; default AUTO.' }),
   }),
 })
 

@@ -7,9 +7,11 @@ import { ErrorCodeEnum } from './errors.js'
 import { FailoverAttemptRef } from './failover-attempt.js'
 import { FinishReasonEnum } from './finish-reason.js'
 import { encodeCursor, forwardPage, pageArgs, toConnection } from './paging.js'
+import { OutputEnforcementEnum } from './prompt.js'
 import { PromptIncludeRef } from './prompt-include.js'
 import { ReasoningRef } from './reasoning.js'
 import { AlternativeRef } from './run-alternative.js'
+import { RunCacheRef } from './run-cache.js'
 import { PendingToolCallRef, pendingToolCalls, SubmitToolResultsInput, ToolRoundRef } from './tool.js'
 import { UsageRef } from './usage.js'
 
@@ -142,6 +144,19 @@ export const RunRef = builder.objectRef<RunRecord>('Run').implement({
       description:
         'USD over every model call, cache reads and writes at their own rates (see priceTable); null while running, and when a model used has no price (never 0 for an unknown price).',
       resolve: (r) => r.costUsd,
+    }),
+    cache: t.field({
+      type: RunCacheRef,
+      nullable: true,
+      description: 'What the exact response cache made of the run; null when it asked for none.',
+      resolve: (r) => r.cache,
+    }),
+    outputEnforcement: t.field({
+      type: OutputEnforcementEnum,
+      nullable: true,
+      description:
+        "How the answering profile enforced the output contract: NATIVE (the vendor's JSON-schema mode, validated after) or VALIDATE; null for TEXT, and before a profile answered.",
+      resolve: (r) => r.outputEnforcement,
     }),
     priceTable: t.exposeString('priceTable', {
       nullable: true,

@@ -3,6 +3,44 @@ import { type EffectiveSettings, redactSettings } from '../domain/settings.js'
 import { type BuilderTypes, builder } from './builder.js'
 import { toolInputFields } from './tool.js'
 
+const PromptCacheModeEnum = builder.enumType('PromptCacheMode', {
+  description: "Whether a run asks the vendor's prompt cache for its prefix.",
+  values: {
+    AUTO: {
+      description:
+        "Anthropic: cache marks on the tools, the system text, the history's end and the request's end; OpenAI: a prompt_cache_key.",
+    },
+    OFF: { description: 'Nothing is asked (OpenAI still caches long prefixes by itself).' },
+  } as const,
+})
+
+const PromptCacheTtlEnum = builder.enumType('PromptCacheTtl', {
+  description: 'How long a cached prefix should live.',
+  values: {
+    FIVE_MINUTES: { description: "The vendors' default (Anthropic 5 minutes; OpenAI in memory, minutes)." },
+    ONE_HOUR: { description: "Anthropic's 1-hour cache (writes cost more); OpenAI's extended retention (prompt_cache_retention 24h)." },
+  } as const,
+})
+
+const PromptCacheKeyEnum = builder.enumType('PromptCacheKey', {
+  description: "What OpenAI's prompt_cache_key is scoped to (a hash; no id leaves for the vendor).",
+  values: {
+    SESSION: { description: 'The tenant and session: the runs of one conversation share a cache.' },
+    PROMPT: { description: 'The tenant and prompt: all runs of one prompt share a cache.' },
+    NONE: { description: 'No key is sent.' },
+  } as const,
+})
+
+const PromptCacheInput = builder.inputType('PromptCacheInput', {
+  description:
+    "What a run asks of the vendor's prompt cache; an absent field inherits the lower layer (defaults OFF, FIVE_MINUTES, SESSION).",
+  fields: (t) => ({
+    mode: t.field({ type: PromptCacheModeEnum, description: 'AUTO asks for caching; OFF does not.' }),
+    ttl: t.field({ type: PromptCacheTtlEnum, description: 'How long the cached prefix should live.' }),
+    key: t.field({ type: PromptCacheKeyEnum, description: "The scope of OpenAI's prompt_cache_key." }),
+  }),
+})
+
 export const SettingsOverrideInput = builder.inputType('SettingsOverrideInput', {
   description: 'One layer of generation settings. An absent or null field inherits the lower layer; 0 is a value.',
   fields: (t) => ({
@@ -12,11 +50,20 @@ export const SettingsOverrideInput = builder.inputType('SettingsOverrideInput', 
     stop: t.stringList({ description: 'Stop sequences (replaces the inherited list; [] clears it).' }),
     reasoningEffort: t.string({ description: 'none, minimal, low, medium, high or xhigh; a blank string clears the inherited value.' }),
     extra: t.field({ type: 'JSON', description: 'Vendor parameters passed through; a non-empty map replaces the inherited one whole.' }),
+    promptCache: t.field({ type: PromptCacheInput, description: "What to ask of the vendor's prompt cache." }),
+    firstTokenTimeoutMs: t.int({
+      description:
+        'An attempt that streams nothing for this long (100 to 600000 ms) ends with STREAM_TIMEOUT; see the profile onStreamFailure.',
+    }),
+    streamIdleTimeoutMs: t.int({
+      description:
+        'An attempt silent this long (100 to 600000 ms) between two tokens ends with STREAM_TIMEOUT; see the profile onStreamFailure.',
+    }),
   }),
 })
 
-/** Settings as answered: every key present, secret-looking `extra` values shown as "***". */
-export function settingsJson(settings: SettingsLayer | EffectiveSettings | null | undefined): EffectiveSettings {
+/** Settings as answered: every key present, secret-looking `extra` values shown as "***"; a layer's promptCache as set. */
+export function settingsJson(settings: SettingsLayer | EffectiveSettings | null | undefined) {
   return redactSettings({
     temperature: settings?.temperature ?? null,
     maxTokens: settings?.maxTokens ?? null,
@@ -24,6 +71,9 @@ export function settingsJson(settings: SettingsLayer | EffectiveSettings | null 
     stop: settings?.stop ?? null,
     reasoningEffort: settings?.reasoningEffort ?? null,
     extra: settings?.extra ?? {},
+    promptCache: settings?.promptCache ?? null,
+    firstTokenTimeoutMs: settings?.firstTokenTimeoutMs ?? null,
+    streamIdleTimeoutMs: settings?.streamIdleTimeoutMs ?? null,
   })
 }
 

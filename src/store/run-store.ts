@@ -7,6 +7,7 @@ import type {
   FinishReason,
   OutputValidation,
   Reasoning,
+  RunCache,
   RunCursor,
   RunFilter,
   RunRecord,
@@ -64,6 +65,8 @@ const select = {
   tags: true,
   replayOf: true,
   includes: true,
+  outputEnforcement: true,
+  cache: true,
 } satisfies Prisma.RunSelect
 
 type Row = Prisma.RunGetPayload<{ select: typeof select }>
@@ -84,6 +87,8 @@ function toRecord(row: Row): RunRecord {
     toolRounds,
     tags,
     includes,
+    outputEnforcement,
+    cache,
     ...rest
   } = row
   return {
@@ -95,6 +100,8 @@ function toRecord(row: Row): RunRecord {
     toolRounds: (toolRounds as ToolRound[] | null) ?? [],
     tags: (tags as string[] | null) ?? [],
     includes: (includes as PromptInclude[] | null) ?? [],
+    outputEnforcement: outputEnforcement as RunRecord['outputEnforcement'],
+    cache: cache as RunCache | null,
     status: row.status as RunStatus,
     terminalReason: row.terminalReason as TerminalReason | null,
     finishReason: row.finishReason as FinishReason | null,
@@ -158,6 +165,8 @@ export function runData(run: RunRecord) {
     refusal: run.refusal,
     reasoning: nullableJson(run.reasoning),
     toolRounds: nullableJson(run.toolRounds.length === 0 ? null : run.toolRounds),
+    outputEnforcement: run.outputEnforcement,
+    cache: nullableJson(run.cache),
   } satisfies Prisma.RunUpdateManyMutationInput
 }
 

@@ -20,6 +20,8 @@ function request(server: FakeVendorServer, text: string, settings = mergeSetting
     settings,
     endpoint: server.baseUrl,
     credential: new Credential('PROFILE_ENV', 'TEST_KEY', KEY),
+    promptCacheKey: null,
+    outputSchema: null,
   }
 }
 

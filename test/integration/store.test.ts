@@ -94,6 +94,14 @@ describe.each(providers)('records written by the store read back the same (%s)',
     tags: ['checkout', 'team:web'],
     replayOf: 'run-0',
     includes: [{ key: 'tone@beta', promptId: 'tone', version: 2, definitionHash: 'h' }],
+    outputEnforcement: 'NATIVE',
+    cache: {
+      hit: true,
+      sourceRunId: 'run-0',
+      ageMs: 1500,
+      sourceUsage: { inputTokens: 9, outputTokens: 8, cacheReadTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0 },
+      sourceCostUsd: 0.01,
+    },
   }
 
   it('keeps every field of a queue entry', async () => {
