@@ -12,6 +12,8 @@ export const idSchema = z.string().regex(ID_PATTERN, 'must be 1-128 characters o
 export const envNameSchema = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,127}$/, 'must be an environment variable name')
 
 const REASONING_EFFORTS = ['none', 'minimal', 'low', 'medium', 'high', 'xhigh'] as const
+const STREAM_FAILURE_POLICIES = ['FAIL', 'RESTART'] as const
+export type StreamFailurePolicy = (typeof STREAM_FAILURE_POLICIES)[number]
 export const PROMPT_CACHE_MODES = ['AUTO', 'OFF'] as const
 export const PROMPT_CACHE_TTLS = ['FIVE_MINUTES', 'ONE_HOUR'] as const
 export const PROMPT_CACHE_KEYS = ['SESSION', 'PROMPT', 'NONE'] as const
@@ -112,6 +114,8 @@ export const profileSchema = z.strictObject({
     .transform((key) => new Secret(key))
     .nullish(),
   candidates: z.array(idSchema).max(16).nullish(),
+  /** What a stream that breaks after its first token (or stalls) does: fail the run, or restart on the next candidate. */
+  onStreamFailure: looseEnum(STREAM_FAILURE_POLICIES, (v) => v.toUpperCase()).nullish(),
   /** Tools every run of the profile may call (a prompt's and a request's come on top), and how. */
   ...toolLayerShape,
 })

@@ -17,6 +17,7 @@ export const ERROR_CODES = [
   'BUDGET_EXCEEDED',
   'STEER_REJECTED',
   'GENERATION',
+  'STREAM_TIMEOUT',
   'TOOL_TIMEOUT',
   'TOOL_RESULT_REJECTED',
   'LABEL_CONFLICT',
@@ -120,6 +121,11 @@ export class SteerRejectedError extends PromptlineError {
 
 export class GenerationError extends PromptlineError {
   readonly code = 'GENERATION'
+}
+
+/** A model stream sent no first token, or fell silent, for longer than its profile allows. */
+export class StreamTimeoutError extends PromptlineError {
+  readonly code = 'STREAM_TIMEOUT'
 }
 
 /** A run waited longer than its tool timeout for a round's results. */

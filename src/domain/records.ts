@@ -182,7 +182,7 @@ export interface FailoverAttempt {
   profileId: string
   backendId: string
   model: string
-  outcome: 'SUCCEEDED' | 'FAILED' | 'SKIPPED'
+  outcome: 'SUCCEEDED' | 'FAILED' | 'SKIPPED' | 'STREAM_INTERRUPTED'
   /** Why it failed or was skipped: RATE_LIMITED, OVERLOADED, SERVER_ERROR, NETWORK, UNAUTHORIZED, NO_CREDENTIALS, … */
   errorCode: string | null
   durationMs: number

@@ -26,6 +26,8 @@ export interface AnswerHooks {
   onStatus(status: 'GENERATING' | 'VALIDATING' | 'REPAIRING'): void
   /** A tool call's fragment: its first (`started`), then its argument text in pieces. */
   onToolCall(call: ToolCall, argumentsDelta: string, started: boolean): void
+  /** A broken stream starts again on the next candidate as attempt `attempt`. */
+  onRestart(attempt: number, reason: string, discardedChars: number): void
 }
 
 export interface Answer {
@@ -77,9 +79,8 @@ export async function produceAnswer(options: {
   const generate = async () => {
     for (;;) {
       progress.segment = ''
-      const call = await caller.call(
-        messages,
-        (text) => {
+      const call = await caller.call(messages, {
+        onDelta: (text) => {
           if (firstToken) {
             firstToken = false
             hooks.onFirstToken()
@@ -89,12 +90,21 @@ export async function produceAnswer(options: {
           hooks.coalescer.push(text)
           return steers?.waiting ?? false
         },
-        (toolCall, delta, started) => {
+        onToolCall: (toolCall, delta, started) => {
           // the text before a call goes out before it
           if (started) hooks.coalescer.flush()
           hooks.onToolCall(toolCall, delta.arguments, started)
         },
-      )
+        onRestart: (reason, discardedChars) => {
+          // the broken segment is dropped; the new attempt's tokens start with what is kept
+          progress.text = progress.text.slice(0, progress.text.length - progress.segment.length)
+          progress.segment = ''
+          hooks.coalescer.restart()
+          progress.attempt++
+          hooks.onRestart(progress.attempt, reason, discardedChars)
+          if (progress.text !== '') hooks.coalescer.push(progress.text)
+        },
+      })
       end = call.end
       toolCalls = call.toolCalls
       if (toolCalls.length > 0) return

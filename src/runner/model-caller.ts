@@ -9,9 +9,27 @@ import type { ModelClient, ToolCallDelta } from '../providers/model-client.js'
 import { classifyVendorError, ProviderError } from '../providers/provider-error.js'
 import type { Candidate } from './prepare.js'
 import { loadPricesFor, priceOf } from './pricing.js'
+import { StreamWatchdog } from './stream-watchdog.js'
 import { ToolCallAssembler } from './tool-calls.js'
 
 const DEFAULT_RETRY = { maxAttempts: 3, baseDelayMs: 250, maxDelayMs: 10_000 }
+
+/** What a model call tells as it streams. */
+export interface CallListeners {
+  /** A text delta; true ends the stream early (a steer is waiting). */
+  onDelta(text: string): boolean
+  onToolCall?(call: ToolCall, delta: ToolCallDelta, started: boolean): void
+  /** The stream broke after its first token (or stalled) and starts again on the next candidate. */
+  onRestart?(reason: string, discardedChars: number): void
+}
+
+export interface CallResult {
+  text: string
+  endedEarly: boolean
+  /** How the answer ended; null when it was cut. */
+  end: CallEnd | null
+  toolCalls: ToolCall[]
+}
 
 /** How a model call's answer ended, and the thinking the vendor sent with it. */
 export interface CallEnd {
@@ -59,16 +77,14 @@ export class ModelCaller {
 
   /**
    * One generation. `onDelta` gets each text delta and returns true to end the stream early
-   * (a steer); `onToolCall` each tool-call fragment, with the call it belongs to. The result
-   * says whether it ended early, the calls the model made, and how the answer ended (null when
-   * it was cut).
+   * (a steer); `onToolCall` each tool-call fragment, with the call it belongs to; `onRestart`
+   * hears that a stream broken after its first token (or stalled) starts again on the next
+   * candidate, as the run's profile asks (onStreamFailure RESTART). The result says whether it
+   * ended early, the calls the model made, and how the answer ended (null when it was cut).
    */
-  async call(
-    messages: ChatMessage[],
-    onDelta: (text: string) => boolean,
-    onToolCall: (call: ToolCall, delta: ToolCallDelta, started: boolean) => void = () => {},
-  ): Promise<{ text: string; endedEarly: boolean; end: CallEnd | null; toolCalls: ToolCall[] }> {
+  async call(messages: ChatMessage[], listeners: CallListeners): Promise<CallResult> {
     const { signal } = this
+    const restarts = this.candidates[0]!.profile.onStreamFailure === 'RESTART'
     let lastError: ProviderError | null = null
     for (let index = this.current; index < this.candidates.length; index++) {
       const candidate = this.candidates[index]!
@@ -83,75 +99,46 @@ export class ModelCaller {
       await loadPricesFor(candidate.backend)
       const pool = this.deps.capacity.get(candidate.backend)
       const retry = { ...DEFAULT_RETRY, ...candidate.backend.retry }
-      const client = this.deps.clientFor(candidate.backend)
       for (let attempt = 1; attempt <= retry.maxAttempts; attempt++) {
         const release = await pool.permit(signal)
         this.calls.opened()
         const started = performance.now()
         const span = startModelCallSpan(candidate.backend.kind, candidate.model, candidate.settings)
         const outcome: ModelCallOutcome = {}
-        let text = ''
-        let deltas = 0
-        let endedEarly = false
-        const toolCalls = new ToolCallAssembler()
+        const streamed = { text: '', deltas: 0 }
         try {
-          const request = {
-            model: candidate.model,
-            messages,
-            settings: candidate.settings,
-            endpoint: candidate.endpoint,
-            credential: candidate.credential,
-            tooling: candidate.tooling,
-            promptCacheKey: candidate.promptCacheKey,
-            outputSchema: candidate.output.schema,
-          }
-          let reported: Usage | null = null
-          let end: CallEnd | null = null
-          for await (const event of client.generate(request, signal)) {
-            if (event.type === 'end') {
-              reported = event.usage
-              end = { finish: event.finish, reasoning: event.reasoning }
-              outcome.finishReason = event.finish.vendorReason ?? undefined
-              continue
-            }
-            if (event.type === 'tool_call') {
-              // a call streamed is content like text: a failure after it is not retried
-              deltas++
-              const { call, started } = toolCalls.add(event)
-              onToolCall(call, event, started)
-              continue
-            }
-            text += event.text
-            deltas += event.deltas
-            if (onDelta(event.text)) {
-              endedEarly = true
-              break
-            }
-          }
-          signal.throwIfAborted()
-          // a stream ended early never reports usage: count the deltas that arrived
-          outcome.usage = reported ?? usageOf({ outputTokens: deltas })
-          this.charge(candidate, outcome.usage)
+          const result = await this.stream(candidate, messages, listeners, streamed, outcome)
           pool.succeeded()
           this.record(candidate, 'SUCCEEDED', null, performance.now() - started, attempt)
           this.current = index
-          return { text, endedEarly, end, toolCalls: endedEarly ? [] : toolCalls.calls() }
+          return result
         } catch (error) {
           if (signal.aborted) {
             outcome.errorType = 'aborted'
-            this.charge(candidate, usageOf({ outputTokens: deltas }))
+            this.charge(candidate, usageOf({ outputTokens: streamed.deltas }))
             throw signal.reason
           }
           const failure =
             error instanceof PromptlineError
               ? new ProviderError(error.message, 'FATAL', null, null, error.code)
               : classifyVendorError(error, candidate.backend.kind, candidate.credential.reveal())
-          this.record(candidate, 'FAILED', failure.reason, performance.now() - started, attempt)
           outcome.errorType = failure.reason
           if (failure.reason === 'RATE_LIMITED' || failure.reason === 'OVERLOADED') pool.throttled(failure.retryAfterMs)
-          if (deltas > 0) {
-            this.charge(candidate, usageOf({ outputTokens: deltas }))
-            throw new GenerationError(`${failure.message} after ${deltas} tokens had been streamed; not retried, so no text is repeated`)
+          const interrupted = streamed.deltas > 0 || failure.reason === 'STREAM_TIMEOUT'
+          const duration = performance.now() - started
+          if (interrupted && restarts && index + 1 < this.candidates.length) {
+            this.record(candidate, 'STREAM_INTERRUPTED', failure.reason, duration, attempt)
+            this.charge(candidate, usageOf({ outputTokens: streamed.deltas }))
+            listeners.onRestart?.(failure.reason, streamed.text.length)
+            lastError = failure
+            break
+          }
+          this.record(candidate, 'FAILED', failure.reason, duration, attempt)
+          if (streamed.deltas > 0) {
+            this.charge(candidate, usageOf({ outputTokens: streamed.deltas }))
+            throw new GenerationError(
+              `${failure.message} after ${streamed.deltas} tokens had been streamed; not retried, so no text is repeated`,
+            )
           }
           if (failure.kind === 'FATAL') throw error instanceof PromptlineError ? error : new GenerationError(failure.message)
           lastError = failure
@@ -168,17 +155,79 @@ export class ModelCaller {
         }
       }
     }
+    throw this.exhausted(lastError)
+  }
+
+  /** One call's stream, watched for stalls: its text and tool calls to the listeners, its usage charged. */
+  private async stream(
+    candidate: Candidate,
+    messages: ChatMessage[],
+    listeners: CallListeners,
+    streamed: { text: string; deltas: number },
+    outcome: ModelCallOutcome,
+  ): Promise<CallResult> {
+    const { settings } = candidate
+    const watchdog = new StreamWatchdog(this.signal, settings.firstTokenTimeoutMs, settings.streamIdleTimeoutMs)
+    const toolCalls = new ToolCallAssembler()
+    const request = {
+      model: candidate.model,
+      messages,
+      settings,
+      endpoint: candidate.endpoint,
+      credential: candidate.credential,
+      tooling: candidate.tooling,
+      promptCacheKey: candidate.promptCacheKey,
+      outputSchema: candidate.output.schema,
+    }
+    let reported: Usage | null = null
+    let end: CallEnd | null = null
+    let endedEarly = false
+    try {
+      for await (const event of this.deps.clientFor(candidate.backend).generate(request, watchdog.signal)) {
+        watchdog.noteEvent()
+        if (event.type === 'end') {
+          reported = event.usage
+          end = { finish: event.finish, reasoning: event.reasoning }
+          outcome.finishReason = event.finish.vendorReason ?? undefined
+          continue
+        }
+        if (event.type === 'tool_call') {
+          // a call streamed is content like text: a failure after it is not retried
+          streamed.deltas++
+          const { call, started } = toolCalls.add(event)
+          listeners.onToolCall?.(call, event, started)
+          continue
+        }
+        streamed.text += event.text
+        streamed.deltas += event.deltas
+        if (listeners.onDelta(event.text)) {
+          endedEarly = true
+          break
+        }
+      }
+      watchdog.signal.throwIfAborted()
+    } finally {
+      watchdog.close()
+    }
+    // a stream ended early never reports usage: count the deltas that arrived
+    outcome.usage = reported ?? usageOf({ outputTokens: streamed.deltas })
+    this.charge(candidate, outcome.usage)
+    return { text: streamed.text, endedEarly, end, toolCalls: endedEarly ? [] : toolCalls.calls() }
+  }
+
+  /** The error a call ends with once no candidate is left. */
+  private exhausted(lastError: ProviderError | null): PromptlineError {
     if (lastError === null) {
       const names = this.candidates.map((c) => c.credential.name ?? `a credentialEnv for profile '${c.profile.id}'`)
-      throw new CredentialsError(`no candidate has credentials: set ${names.join(' or ')}`)
+      return new CredentialsError(`no candidate has credentials: set ${names.join(' or ')}`)
     }
     const failures = this.attempts.filter((a) => a.outcome === 'FAILED')
-    if (failures.every((a) => a.errorCode === 'UNAUTHORIZED')) {
-      throw new CredentialsError(
+    if (failures.length > 0 && failures.every((a) => a.errorCode === 'UNAUTHORIZED')) {
+      return new CredentialsError(
         `every candidate's credentials were refused (${[...new Set(failures.map((a) => a.profileId))].join(', ')})`,
       )
     }
-    throw new GenerationError(`every candidate failed; the last: ${lastError.message}`)
+    return new GenerationError(`every candidate failed; the last: ${lastError.message}`)
   }
 
   private charge(candidate: Candidate, usage: Usage): void {

@@ -11,6 +11,8 @@ import type { TokenCoalescer } from './token-coalescer.js'
 export interface Branch {
   /** A judge's call of a BEST_OF prompt: counted, never an alternative. */
   judge: boolean
+  /** For a parallel prompt: the profile its tokens are tagged with. */
+  tag: string | null
   caller: ModelCaller
   progress: AnswerProgress
   coalescer: TokenCoalescer
@@ -99,7 +101,7 @@ async function judge(p: ParallelRun, judgePromptId: string, pool: Branch[]): Pro
   })
   const judgeBranch = p.branch(judging.candidates, signal, `judge:${judgePromptId}`, true)
   try {
-    const { text } = await judgeBranch.caller.call(judging.messages, () => false)
+    const { text } = await judgeBranch.caller.call(judging.messages, { onDelta: () => false })
     judgeBranch.status = 'COMPLETED'
     judgeBranch.progress.text = text
     const verdict = validateOutput(judging.output.kind === 'TEXT' ? { kind: 'JSON', schema: null } : judging.output, text)

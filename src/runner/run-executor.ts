@@ -159,6 +159,7 @@ export class RunExecutor {
       const progress = newProgress()
       const created: Branch = {
         judge,
+        tag: candidateTag,
         caller: new ModelCaller(chain, this.deps, branchSignal, lease, recorder),
         progress,
         coalescer: new TokenCoalescer(
@@ -178,6 +179,8 @@ export class RunExecutor {
         if (run.firstTokenAt === null) run.firstTokenAt = now()
       },
       onSteerApplied: (steerId) => recorder.publish({ type: 'STEER_APPLIED', steerId }),
+      onRestart: (attempt, reason, discardedChars) =>
+        recorder.publish({ type: 'GENERATION_RESTARTED', attempt, reason, discardedChars, candidate: b.tag }),
       // the candidates of a parallel prompt validate and repair each on its own: the run stays GENERATING
       onStatus: (status) => reportsStatus && recorder.advance(status, status === 'REPAIRING'),
       onToolCall: (call, argumentsDelta, started) => {

@@ -43,6 +43,8 @@ export const ErrorCodeEnum = builder.enumType('ErrorCode', {
       'The document is too deep, too long, too costly, or has too many aliases or directives; the message names the limit.',
     STEER_REJECTED: 'The steer was a duplicate or the entry was not running.',
     GENERATION: 'The model call failed (after retries and failover) or its stream was cut.',
+    STREAM_TIMEOUT:
+      "The model stream sent no token within firstTokenTimeoutMs, or fell silent for streamIdleTimeoutMs (with the profile's onStreamFailure RESTART, the next candidate starts again instead).",
     TOOL_TIMEOUT: 'The run waited longer than its toolTimeoutMs for tool results.',
     TOOL_RESULT_REJECTED: 'Tool results could not be taken; see ToolResultRejectedError.reason. Nothing was kept.',
     LABEL_CONFLICT: 'The label names another version than expectedVersion said; it was not moved (read it again, then retry).',

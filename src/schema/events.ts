@@ -12,6 +12,7 @@ const TYPE_NAMES: Record<SessionEventType, string> = {
   QUEUE_ENTRY: 'QueueEntryEvent',
   RUN_STARTED: 'RunStartedEvent',
   TOKEN_DELTA: 'TokenDeltaEvent',
+  GENERATION_RESTARTED: 'GenerationRestartedEvent',
   TOOL_CALL_STARTED: 'ToolCallStartedEvent',
   TOOL_CALL_DELTA: 'ToolCallDeltaEvent',
   TOOL_CALLS_REQUESTED: 'ToolCallsRequestedEvent',
@@ -69,8 +70,24 @@ builder.objectRef<Of<'TOKEN_DELTA'>>('TokenDeltaEvent').implement({
   fields: (t) => ({
     runId: t.id({ description: 'The run that generated it.', resolve: (e) => e.runId! }),
     text: t.exposeString('text', { description: 'The text since the previous delta (several tokens may be merged into one event).' }),
-    attempt: t.exposeInt('attempt', { description: '0 for the first generation, 1 for the first repair, …' }),
+    attempt: t.exposeInt('attempt', {
+      description:
+        '0 for the first generation, then one more for each repair and each restart (GenerationRestartedEvent): drop the deltas of an earlier attempt.',
+    }),
     candidate: t.exposeID('candidate', { nullable: true, description: 'For a parallel prompt: the profile whose answer this is.' }),
+  }),
+})
+
+builder.objectRef<Of<'GENERATION_RESTARTED'>>('GenerationRestartedEvent').implement({
+  description:
+    "A stream broke after its first token (or stalled), and the generation started again on the next candidate (the profile's onStreamFailure RESTART). Drop the text of the earlier attempt: the new attempt's deltas carry the whole answer.",
+  interfaces: [SessionEventRef],
+  fields: (t) => ({
+    runId: t.id({ description: 'The run that restarted.', resolve: (e) => e.runId! }),
+    attempt: t.exposeInt('attempt', { description: 'The attempt the next TokenDeltaEvents carry.' }),
+    reason: t.exposeString('reason', { description: 'How the stream failed: NETWORK, SERVER_ERROR, OVERLOADED, STREAM_TIMEOUT, …' }),
+    discardedChars: t.exposeInt('discardedChars', { description: 'Characters of the broken stream that were dropped.' }),
+    candidate: t.exposeID('candidate', { nullable: true, description: 'For a parallel prompt: the profile whose answer restarted.' }),
   }),
 })
 

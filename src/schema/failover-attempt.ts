@@ -7,6 +7,10 @@ const FailoverOutcomeEnum = builder.enumType('FailoverOutcome', {
     SUCCEEDED: { description: 'The candidate answered.' },
     FAILED: { description: 'The call failed; see errorCode.' },
     SKIPPED: { description: 'The candidate has no credentials; nothing was sent.' },
+    STREAM_INTERRUPTED: {
+      description:
+        "The stream broke after its first token, or stalled (errorCode says how); with the profile's onStreamFailure RESTART the generation started again on the next candidate.",
+    },
   },
 })
 
@@ -20,7 +24,7 @@ export const FailoverAttemptRef = builder.objectRef<FailoverAttempt>('FailoverAt
     errorCode: t.exposeString('errorCode', {
       nullable: true,
       description:
-        'RATE_LIMITED, OVERLOADED, SERVER_ERROR, NETWORK, UNAUTHORIZED, NOT_FOUND, CONTEXT_LENGTH, BAD_REQUEST or NO_CREDENTIALS.',
+        'RATE_LIMITED, OVERLOADED, SERVER_ERROR, NETWORK, UNAUTHORIZED, NOT_FOUND, CONTEXT_LENGTH, BAD_REQUEST, STREAM_TIMEOUT or NO_CREDENTIALS.',
     }),
     durationMs: t.exposeInt('durationMs', { description: 'How long the try took, in milliseconds (0 when skipped).' }),
     attempt: t.exposeInt('attempt', { description: '1 for the first call to the candidate, 2 for its first retry, …; 0 when skipped.' }),

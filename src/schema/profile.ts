@@ -1,13 +1,24 @@
 import type { Profile } from '../domain/catalog.js'
 import type { Credential } from '../domain/credentials.js'
+import type { StreamFailurePolicy } from '../domain/definitions.js'
 import { NotFoundError } from '../domain/errors.js'
 import { toolLayerOf } from '../domain/tools.js'
 import type { ProfileInspection } from '../services/catalog-service.js'
 import { BackendRef } from './backend.js'
 import { builder } from './builder.js'
+import { describedValues } from './described.js'
 import { DefinitionSourceEnum } from './prompt.js'
 import { SettingsOverrideInput, settingsJson } from './settings.js'
 import { ToolSettingsRef, toolInputFields } from './tool.js'
+
+const StreamFailurePolicyEnum = builder.enumType('StreamFailurePolicy', {
+  description: 'What a run does when its stream breaks after the first token, or stalls past firstTokenTimeoutMs / streamIdleTimeoutMs.',
+  values: describedValues<StreamFailurePolicy>({
+    FAIL: 'The run fails (GENERATION, or STREAM_TIMEOUT for a stall); no text is repeated.',
+    RESTART:
+      'The generation starts again on the next candidate profile (GenerationRestartedEvent, a new attempt); both attempts count in usage and cost. With no candidate left, the run fails.',
+  }),
+})
 
 const CredentialSourceKindEnum = builder.enumType('CredentialSourceKind', {
   description: 'Where a credential comes from, highest priority first.',
@@ -50,6 +61,12 @@ const ProfileRef = builder.objectRef<Profile>('Profile').implement({
       resolve: (p) => p.credentialEnv ?? null,
     }),
     candidates: t.idList({ description: 'Failover profiles, in priority order.', resolve: (p) => p.candidates ?? [] }),
+    onStreamFailure: t.field({
+      type: StreamFailurePolicyEnum,
+      description:
+        "What a run does when its stream breaks after the first token, or stalls (the run's own profile decides for its candidates).",
+      resolve: (p) => p.onStreamFailure ?? 'FAIL',
+    }),
     tooling: t.field({
       type: ToolSettingsRef,
       description: 'The tools every run of the profile may call (a prompt and a request add theirs), and how.',
@@ -114,6 +131,7 @@ const UpsertProfileInput = builder.inputType('UpsertProfileInput', {
     settings: t.field({ type: SettingsOverrideInput, description: 'The profile settings layer, over the backend.' }),
     credentialEnv: t.string({ description: 'The environment variable that holds the API key.' }),
     candidates: t.idList({ description: 'Failover profiles, in priority order.' }),
+    onStreamFailure: t.field({ type: StreamFailurePolicyEnum, description: 'FAIL (the default) or RESTART on the next candidate.' }),
     ...toolInputFields(t),
   }),
 })

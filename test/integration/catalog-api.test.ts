@@ -36,7 +36,17 @@ describe.each(providers)('catalog and preparation over GraphQL (%s)', (provider)
     expect(prepared.definitionHash).toMatch(/^[0-9a-f]{64}$/)
     expect(prepared.renderedHash).toMatch(/^[0-9a-f]{64}$/)
     expect(prepared).toMatchObject({ promptId: 'chat', promptVersion: 1, profileId: 'fake-echo', backendId: 'fake', model: 'echo' })
-    expect(prepared.settings).toEqual({ temperature: null, maxTokens: 1024, topP: null, stop: null, reasoningEffort: null, extra: {} })
+    expect(prepared.settings).toEqual({
+      temperature: null,
+      maxTokens: 1024,
+      topP: null,
+      stop: null,
+      reasoningEffort: null,
+      extra: {},
+      promptCache: { mode: 'OFF', ttl: 'FIVE_MINUTES', key: 'SESSION' },
+      firstTokenTimeoutMs: null,
+      streamIdleTimeoutMs: null,
+    })
     expect(prepared.credential).toEqual({ source: 'NONE', name: null, available: true })
   })
 
