@@ -72,6 +72,7 @@ const configSchema = z.object({
   PROMPTLINE_MAX_PENDING_BYTES: count(DEFAULT_QUEUE_LIMITS.maxPendingBytes),
   PROMPTLINE_RETAINED_TERMINAL_PER_SESSION: count(DEFAULT_QUEUE_LIMITS.retainedTerminalPerSession),
   PROMPTLINE_IDEMPOTENCY_TTL_MS: count(DEFAULT_QUEUE_LIMITS.idempotencyTtlMs),
+  PROMPTLINE_RESPONSE_CACHE_MAX_ENTRIES: count(10_000),
   PROMPTLINE_TOKEN_COALESCE_MS: count(DEFAULT_COALESCER_OPTIONS.windowMs, 0),
   PROMPTLINE_TOKEN_COALESCE_MAX: count(DEFAULT_COALESCER_OPTIONS.maxDeltas),
   PROMPTLINE_TOKEN_EVENTS_PER_SECOND: count(DEFAULT_COALESCER_OPTIONS.eventsPerSecond, 0),
@@ -111,6 +112,8 @@ export interface Config {
   /** Per-tenant budgets; none when unset. */
   budgets: Budget[]
   coalescer: CoalescerOptions
+  /** Entries each tenant keeps in the exact response cache. */
+  responseCacheMaxEntries: number
   shutdownGraceMs: number
   durability: Partial<DurabilityTimes>
   webhooks: {
@@ -197,6 +200,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       maxDeltas: c.PROMPTLINE_TOKEN_COALESCE_MAX,
       eventsPerSecond: c.PROMPTLINE_TOKEN_EVENTS_PER_SECOND,
     },
+    responseCacheMaxEntries: c.PROMPTLINE_RESPONSE_CACHE_MAX_ENTRIES,
     shutdownGraceMs: c.PROMPTLINE_SHUTDOWN_GRACE_MS,
     durability: {
       heartbeatMs: c.PROMPTLINE_HEARTBEAT_MS,

@@ -31,6 +31,7 @@ async function main(): Promise<void> {
       redisPrefix: config.redisPrefix,
       credentialEnvAllowlist: config.credentialEnvAllowlist,
       protectedLabels: config.protectedLabels,
+      responseCacheMaxEntries: config.responseCacheMaxEntries,
       apiKeys: config.apiKeys,
       requestLimits: config.requestLimits,
       budgets: config.budgets,

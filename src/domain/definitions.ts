@@ -56,6 +56,26 @@ export const settingsLayerSchema = z.strictObject({
 })
 export type SettingsLayer = z.infer<typeof settingsLayerSchema>
 
+const RESPONSE_CACHE_MODES = ['EXACT', 'OFF'] as const
+
+/** One layer of the exact response cache (profile < prompt < request); an absent field inherits. */
+export const responseCacheLayerSchema = z.strictObject({
+  mode: looseEnum(RESPONSE_CACHE_MODES, (v) => v.toUpperCase()).nullish(),
+  /** How long an answer is served, 1 s to 30 days. */
+  ttlSeconds: z
+    .number()
+    .int()
+    .min(1)
+    .max(30 * 86_400)
+    .nullish(),
+  /** Answers are shared only within a namespace. */
+  namespace: z
+    .string()
+    .regex(/^[A-Za-z0-9_.:-]{1,64}$/, 'must be 1-64 characters of A-Z a-z 0-9 _ . : -')
+    .nullish(),
+})
+export type ResponseCacheLayer = z.infer<typeof responseCacheLayerSchema>
+
 const BACKEND_KINDS = ['OPENAI', 'ANTHROPIC', 'FAKE'] as const
 export type BackendKind = (typeof BACKEND_KINDS)[number]
 
@@ -114,6 +134,8 @@ export const profileSchema = z.strictObject({
     .transform((key) => new Secret(key))
     .nullish(),
   candidates: z.array(idSchema).max(16).nullish(),
+  /** The exact response cache for the profile's runs (a prompt's and a request's layers come on top). */
+  cache: responseCacheLayerSchema.nullish(),
   /** What a stream that breaks after its first token (or stalls) does: fail the run, or restart on the next candidate. */
   onStreamFailure: looseEnum(STREAM_FAILURE_POLICIES, (v) => v.toUpperCase()).nullish(),
   /** Tools every run of the profile may call (a prompt's and a request's come on top), and how. */
@@ -199,6 +221,7 @@ export const promptSchema = z.strictObject({
   output: outputContractSchema.nullish(),
   maxRepairs: z.number().int().min(0).max(10).nullish(),
   parallel: parallelSchema.nullish(),
+  cache: responseCacheLayerSchema.nullish(),
   ...toolLayerShape,
 })
 
@@ -210,6 +233,8 @@ export interface PromptDefinition extends ToolLayer {
   maxRepairs: number
   /** Absent (not null) when unused, so older definitions keep their hash. */
   parallel?: ParallelSpec
+  /** The response cache for the prompt's runs; absent when unset. */
+  cache?: ResponseCacheLayer
 }
 
 /** Normalizes a parsed prompt into its description and its canonical definition. */
@@ -228,6 +253,7 @@ export function toPromptDefinition(parsed: z.infer<typeof promptSchema>): { desc
           judgePromptId: parsed.parallel.judgePromptId ?? null,
         },
       }),
+      ...(parsed.cache && { cache: parsed.cache }),
       ...toolLayerOf(parsed),
     },
   }

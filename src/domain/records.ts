@@ -1,5 +1,5 @@
 import type { PromptInclude } from './catalog.js'
-import type { Role, SettingsLayer } from './definitions.js'
+import type { ResponseCacheLayer, Role, SettingsLayer } from './definitions.js'
 import type { ToolCall, ToolLayer, ToolRound } from './tools.js'
 
 /** Plain, JSON-safe records of what the store keeps; timestamps are ISO strings. */
@@ -66,6 +66,8 @@ export interface RunRequest {
   promptLabel?: string
   /** The caller's tags, recorded on the run; absent when none. */
   tags?: string[]
+  /** The request's layer of the response cache; absent when it sets none. */
+  cache?: ResponseCacheLayer
   /** The run whose request this one replays; absent otherwise. */
   replayOf?: string
   /** Fixed at admission, kept with the entry: a queued or recovered entry runs what it was admitted with. */

@@ -1,5 +1,5 @@
 import { z } from 'zod'
-import { envNameSchema, idSchema, parseInput, settingsLayerSchema } from './definitions.js'
+import { envNameSchema, idSchema, parseInput, responseCacheLayerSchema, settingsLayerSchema } from './definitions.js'
 import { boundedJsonObject } from './json-bounds.js'
 import { promptRefShape } from './prompt-labels.js'
 import type { RunRequest } from './records.js'
@@ -23,6 +23,7 @@ const runRequestSchema = z
     profileId: idSchema.nullish(),
     overrides: settingsLayerSchema.nullish(),
     credentialEnv: envNameSchema.nullish(),
+    cache: responseCacheLayerSchema.nullish(),
     ...toolLayerShape,
     tags: z
       .array(tagSchema)
@@ -57,6 +58,7 @@ export function parseRunRequest(value: unknown, root: string): RunRequest {
     ...(ref?.version != null && { promptVersion: ref.version }),
     ...(ref?.label != null && { promptLabel: ref.label }),
     ...(parsed.tags != null && parsed.tags.length > 0 && { tags: parsed.tags }),
+    ...(parsed.cache != null && { cache: parsed.cache }),
   }
 }
 

@@ -2,6 +2,7 @@ import type { CapacityPools, Release } from '../capacity/capacity-pool.js'
 import type { Backend } from '../domain/catalog.js'
 import { PromptlineError, ToolTimeoutError } from '../domain/errors.js'
 import type { QueueEntryRecord, RunRecord, TerminalReason } from '../domain/records.js'
+import type { CachedAnswer } from '../domain/response-cache.js'
 import { inRunSpan } from '../domain/tracing.js'
 import type { ModelClient } from '../providers/model-client.js'
 import type { AnswerHooks, AnswerProgress } from './answer.js'
@@ -9,6 +10,7 @@ import { ModelCaller } from './model-caller.js'
 import { alternativeOf, type Branch, type BranchFactory, runParallel } from './parallel.js'
 import type { AdmittedPrompt, Candidate, PromptPreparer } from './prepare.js'
 import type { RecordJournal } from './record-journal.js'
+import { answerFromCache, type ResponseCacheDeps, RunResponseCache } from './response-cache.js'
 import { carriedOf, follow, recordFinish, tally } from './run-accounting.js'
 import { type RunEnding, RunRecorder, type RunRecorderDeps, type Stall } from './run-recorder.js'
 import { SteerInbox } from './steer-inbox.js'
@@ -54,6 +56,7 @@ export interface RunHandle {
 
 export interface RunExecutorDeps extends RunRecorderDeps {
   preparer: PromptPreparer
+  responseCache: ResponseCacheDeps
   clientFor(backend: Backend): ModelClient
   capacity: CapacityPools
   coalescer: CoalescerPacing
@@ -101,13 +104,19 @@ export class RunExecutor {
     const generating = new Promise<boolean>((resolve) => {
       generationStarted = resolve
     })
+    const cache = new RunResponseCache(this.deps.responseCache, entry.request)
     const finished = inRunSpan(recorder.run, async () => {
-      const end = await this.generate(recorder, tools, entry, admitted, controller.signal, steers, () => generationStarted(true))
+      const end = await this.generate(recorder, tools, entry, admitted, controller.signal, steers, cache, () => generationStarted(true))
       ending = true
       generationStarted(false)
       // shut down while it waited for tool results: it waits on, in the store, for its next owner
       if (end === null) return recorder.detach()
-      return recorder.finish({ ...end, unappliedSteerIds: steers.unapplied() })
+      const record = await recorder.finish({ ...end, unappliedSteerIds: steers.unapplied() })
+      // kept once the run's end is written; a cache that fails to keep it costs a later miss, nothing more
+      await cache
+        .keep(record)
+        .catch((error: Error) => recorder.logger.warn('the response cache did not keep an answer', { error: error.message }))
+      return record
     })
     return {
       run: recorder.run,
@@ -135,6 +144,7 @@ export class RunExecutor {
     admitted: AdmittedPrompt | null,
     signal: AbortSignal,
     steers: SteerInbox,
+    cache: RunResponseCache,
     onGenerating: () => void,
   ): Promise<Omit<RunEnding, 'unappliedSteerIds'> | null> {
     const { run } = recorder
@@ -207,11 +217,14 @@ export class RunExecutor {
       const prepared = await this.deps.preparer.assemble(resolution)
       signal.throwIfAborted()
       turn = prepared.turn
+      const hit = resumedWaiting ? null : await cache.lookup(prepared, run)
+      signal.throwIfAborted()
       if (!resumedWaiting) {
         run.renderedHash = prepared.renderedHash
         recorder.advance('GENERATING', true)
       }
       onGenerating()
+      if (hit) return replayHit(recorder, hit, turn)
 
       const maxRepairs = prepared.prompt?.definition.maxRepairs ?? 0
       let selected: Branch
@@ -298,6 +311,16 @@ export class RunExecutor {
       releaseLeases()
     }
   }
+}
+
+/** A response-cache hit as a run's end: the source's answer, streamed to subscribers as one ordinary token event. */
+function replayHit(recorder: RunRecorder, hit: CachedAnswer, turn: AdmittedPrompt['turn']): Omit<RunEnding, 'unappliedSteerIds'> {
+  const { run } = recorder
+  run.firstTokenAt = now()
+  if (hit.output !== '') recorder.publish({ type: 'TOKEN_DELTA', text: hit.output, attempt: 0, candidate: null })
+  answerFromCache(run, hit)
+  const transcript = [...turn, { role: 'assistant' as const, content: hit.output }]
+  return { status: 'COMPLETED', terminalReason: 'COMPLETED', errorCode: null, errorMessage: null, transcript, history: 'ALL' }
 }
 
 /** The candidates a run goes on with: the parallel chain of the profile that answered (a resumed run), else the profile's. */

@@ -8,6 +8,7 @@ import { BackendRef } from './backend.js'
 import { builder } from './builder.js'
 import { describedValues } from './described.js'
 import { DefinitionSourceEnum } from './prompt.js'
+import { ResponseCacheInput, ResponseCacheLayerRef } from './response-cache.js'
 import { SettingsOverrideInput, settingsJson } from './settings.js'
 import { ToolSettingsRef, toolInputFields } from './tool.js'
 
@@ -61,6 +62,12 @@ const ProfileRef = builder.objectRef<Profile>('Profile').implement({
       resolve: (p) => p.credentialEnv ?? null,
     }),
     candidates: t.idList({ description: 'Failover profiles, in priority order.', resolve: (p) => p.candidates ?? [] }),
+    cache: t.field({
+      type: ResponseCacheLayerRef,
+      nullable: true,
+      description: "The profile's layer of the exact response cache; null when unset.",
+      resolve: (p) => p.cache ?? null,
+    }),
     onStreamFailure: t.field({
       type: StreamFailurePolicyEnum,
       description:
@@ -132,6 +139,7 @@ const UpsertProfileInput = builder.inputType('UpsertProfileInput', {
     credentialEnv: t.string({ description: 'The environment variable that holds the API key.' }),
     candidates: t.idList({ description: 'Failover profiles, in priority order.' }),
     onStreamFailure: t.field({ type: StreamFailurePolicyEnum, description: 'FAIL (the default) or RESTART on the next candidate.' }),
+    cache: t.field({ type: ResponseCacheInput, description: "The profile's layer of the exact response cache." }),
     ...toolInputFields(t),
   }),
 })

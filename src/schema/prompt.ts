@@ -5,6 +5,7 @@ import type { ChatMessage, MessageRole } from '../domain/records.js'
 import { builder } from './builder.js'
 import { describedValues } from './described.js'
 import { encodeCursor, forwardPage, PAGE_DEFAULT, PAGE_MAX, pageArgs, toConnection } from './paging.js'
+import { ResponseCacheInput, ResponseCacheLayerRef } from './response-cache.js'
 import { ToolCallRef, ToolSettingsRef, toolInputFields } from './tool.js'
 
 export const DefinitionSourceEnum = builder.enumType('DefinitionSource', {
@@ -117,6 +118,12 @@ export const PromptRef = builder.objectRef<Prompt>('Prompt').implement({
       description: 'Set when several profiles answer at once; null otherwise.',
       resolve: (p) => p.definition.parallel ?? null,
     }),
+    cache: t.field({
+      type: ResponseCacheLayerRef,
+      nullable: true,
+      description: "The prompt's layer of the exact response cache; null when unset.",
+      resolve: (p) => p.definition.cache ?? null,
+    }),
     tooling: t.field({
       type: ToolSettingsRef,
       description: 'The tools its runs may call (with those of the profile and the request), and how.',
@@ -207,6 +214,7 @@ const UpsertPromptInput = builder.inputType('UpsertPromptInput', {
     output: t.field({ type: OutputContractInput, description: 'Defaults to TEXT.' }),
     maxRepairs: t.int({ description: '0 to 10; default 0.' }),
     parallel: t.field({ type: ParallelInput, description: 'Run several profiles at once and select one answer.' }),
+    cache: t.field({ type: ResponseCacheInput, description: "The prompt's layer of the exact response cache (over the profile's)." }),
     ...toolInputFields(t),
   }),
 })

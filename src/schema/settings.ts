@@ -1,6 +1,7 @@
 import type { SettingsLayer } from '../domain/definitions.js'
 import { type EffectiveSettings, redactSettings } from '../domain/settings.js'
 import { type BuilderTypes, builder } from './builder.js'
+import { ResponseCacheInput } from './response-cache.js'
 import { toolInputFields } from './tool.js'
 
 const PromptCacheModeEnum = builder.enumType('PromptCacheMode', {
@@ -101,6 +102,10 @@ export function runRequestFields(t: PothosSchemaTypes.InputFieldBuilder<BuilderT
     overrides: t.field({ type: SettingsOverrideInput, description: 'The request settings layer, on top of backend and profile.' }),
     credentialEnv: t.string({ description: "An environment variable to take the API key from, over the profile's." }),
     ...toolInputFields(t),
+    cache: t.field({
+      type: ResponseCacheInput,
+      description: "The request's layer of the exact response cache, over the prompt's and the profile's; { mode: OFF } bypasses it.",
+    }),
     tags: t.stringList({
       description: 'Up to 16 tags (1-64 characters of A-Z a-z 0-9 _ . : / = -), recorded on the run; usageReport groups by them.',
     }),

@@ -85,6 +85,8 @@ export interface AppOptions {
   credentialEnvAllowlist?: readonly string[]
   /** Labels only an admin key may move, besides `production`. */
   protectedLabels?: readonly string[]
+  /** Entries each tenant keeps in the exact response cache (default 10 000); the oldest go first. */
+  responseCacheMaxEntries?: number
   /** Model clients by backend kind; the fake one is built in. */
   clients?: Partial<Record<BackendKind, ModelClient>>
   /** Several instances share the database through this Redis: calls to sessions' owners, events. */
@@ -140,6 +142,7 @@ export async function createApp(options: AppOptions, secrets: SecretLookup, logg
     )
     const executor = new RunExecutor({
       preparer,
+      responseCache: { store: store.responseCache, maxEntries: options.responseCacheMaxEntries ?? 10_000 },
       clientFor,
       capacity,
       bus,

@@ -6,6 +6,7 @@ import { PromptLabelStore } from './prompt-label-store.js'
 import { PromptStore } from './prompt-store.js'
 import { QueueStore } from './queue-store.js'
 import { RawStatements } from './raw-statements.js'
+import { ResponseCacheStore } from './response-cache-store.js'
 import { RunLedger } from './run-ledger.js'
 import { RunStore } from './run-store.js'
 import { SessionStore } from './session-store.js'
@@ -24,6 +25,7 @@ export class Store {
   readonly ledger: RunLedger
   readonly webhooks: WebhookStore
   readonly usage: UsageReports
+  readonly responseCache: ResponseCacheStore
 
   constructor(private readonly database: Database) {
     this.prompts = new PromptStore(database.db)
@@ -36,6 +38,7 @@ export class Store {
     this.events = new EventStore(database.db, raw)
     this.usage = new UsageReports(database.db, raw)
     this.webhooks = new WebhookStore(database.db)
+    this.responseCache = new ResponseCacheStore(database.db)
     this.ledger = new RunLedger(database.db, this.events, this.webhooks)
   }
 
