@@ -5,9 +5,11 @@ import { type ApiKeyEntry, LOCAL_PRINCIPAL, parseApiKeys } from './domain/access
 import { type Budget, parseBudgets } from './domain/budgets.js'
 import {
   DEFAULT_DURABILITY_TIMES,
+  DEFAULT_FILE_LIMITS,
   DEFAULT_QUEUE_LIMITS,
   DEFAULT_REQUEST_LIMITS,
   type DurabilityTimes,
+  type FileLimits,
   type QueueLimits,
   type RequestLimits,
 } from './domain/limits.js'
@@ -73,6 +75,9 @@ const configSchema = z.object({
   PROMPTLINE_RETAINED_TERMINAL_PER_SESSION: count(DEFAULT_QUEUE_LIMITS.retainedTerminalPerSession),
   PROMPTLINE_IDEMPOTENCY_TTL_MS: count(DEFAULT_QUEUE_LIMITS.idempotencyTtlMs),
   PROMPTLINE_RESPONSE_CACHE_MAX_ENTRIES: count(10_000),
+  PROMPTLINE_FILES_DIR: z.string().min(1).optional(),
+  PROMPTLINE_MAX_FILE_BYTES: count(DEFAULT_FILE_LIMITS.maxFileBytes, 1),
+  PROMPTLINE_FILE_RETENTION_DAYS: count(DEFAULT_FILE_LIMITS.retentionMs / 86_400_000, 1),
   PROMPTLINE_TOKEN_COALESCE_MS: count(DEFAULT_COALESCER_OPTIONS.windowMs, 0),
   PROMPTLINE_TOKEN_COALESCE_MAX: count(DEFAULT_COALESCER_OPTIONS.maxDeltas),
   PROMPTLINE_TOKEN_EVENTS_PER_SECOND: count(DEFAULT_COALESCER_OPTIONS.eventsPerSecond, 0),
@@ -114,6 +119,8 @@ export interface Config {
   coalescer: CoalescerOptions
   /** Entries each tenant keeps in the exact response cache. */
   responseCacheMaxEntries: number
+  /** Uploaded files: their directory (null: the database), the largest one, how long one is kept. */
+  files: { dir: string | null } & FileLimits
   shutdownGraceMs: number
   durability: Partial<DurabilityTimes>
   webhooks: {
@@ -201,6 +208,11 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       eventsPerSecond: c.PROMPTLINE_TOKEN_EVENTS_PER_SECOND,
     },
     responseCacheMaxEntries: c.PROMPTLINE_RESPONSE_CACHE_MAX_ENTRIES,
+    files: {
+      dir: c.PROMPTLINE_FILES_DIR ? path.resolve(c.PROMPTLINE_FILES_DIR) : null,
+      maxFileBytes: c.PROMPTLINE_MAX_FILE_BYTES,
+      retentionMs: c.PROMPTLINE_FILE_RETENTION_DAYS * 86_400_000,
+    },
     shutdownGraceMs: c.PROMPTLINE_SHUTDOWN_GRACE_MS,
     durability: {
       heartbeatMs: c.PROMPTLINE_HEARTBEAT_MS,

@@ -32,6 +32,7 @@ async function main(): Promise<void> {
       credentialEnvAllowlist: config.credentialEnvAllowlist,
       protectedLabels: config.protectedLabels,
       responseCacheMaxEntries: config.responseCacheMaxEntries,
+      files: config.files,
       apiKeys: config.apiKeys,
       requestLimits: config.requestLimits,
       budgets: config.budgets,

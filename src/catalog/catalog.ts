@@ -12,8 +12,10 @@ import {
   describeIssues,
   type ProfileDefinition,
   type PromptDefinition,
+  partVariablesOf,
   profileSchema,
   promptSchema,
+  templateTextsOf,
   toPromptDefinition,
 } from '../domain/definitions.js'
 import { ProfileLoadError, PromptLoadError } from '../domain/errors.js'
@@ -247,7 +249,7 @@ function storedPrompt(
     definitionHash: row.definitionHash,
     description: described,
     definition,
-    variables: templateVariables(definition.messages.map((m) => m.content)),
+    variables: [...new Set([...templateVariables(templateTextsOf(definition.messages)), ...partVariablesOf(definition.messages)])],
   }
 }
 

@@ -1,4 +1,5 @@
 import { z } from 'zod'
+import { contentPartTemplateSchema, type PartTemplate, toContentPart } from './content-parts.js'
 import { Secret } from './credentials.js'
 import { InvalidRequestError } from './errors.js'
 import { boundedJsonObject, jsonOutOfBounds } from './json-bounds.js'
@@ -151,16 +152,44 @@ const OUTPUT_ENFORCEMENTS = ['AUTO', 'NATIVE', 'VALIDATE'] as const
 /** How a schema is enforced: the vendor's native mode where the schema fits (AUTO), always (NATIVE), or validation alone. */
 export type OutputEnforcement = (typeof OUTPUT_ENFORCEMENTS)[number]
 
-const messageTemplateSchema = z.strictObject({
-  role: looseEnum(ROLES, (v) => v.toLowerCase()),
-  content: z
-    .string()
-    .max(1_000_000)
-    .superRefine((content, ctx) => {
-      const problem = compileTemplate(content).error
-      if (problem) ctx.addIssue({ code: 'custom', message: problem })
-    }),
-})
+const templateText = z
+  .string()
+  .max(1_000_000)
+  .superRefine((content, ctx) => {
+    const problem = compileTemplate(content).error
+    if (problem) ctx.addIssue({ code: 'custom', message: problem })
+  })
+
+const messageTemplateSchema = z
+  .strictObject({
+    role: looseEnum(ROLES, (v) => v.toLowerCase()),
+    content: templateText,
+    /** Images, files and more text after the content; a TEXT part's text is a template too. */
+    parts: z.array(contentPartTemplateSchema).max(64).nullish(),
+  })
+  .superRefine((message, ctx) => {
+    if (message.role !== 'user' && message.parts?.some((p) => p.type !== 'TEXT'))
+      ctx.addIssue({ code: 'custom', path: ['parts'], message: `a ${message.role} message takes TEXT parts only` })
+    for (const [i, part] of (message.parts ?? []).entries()) {
+      const problem = part.text != null && compileTemplate(part.text).error
+      if (problem) ctx.addIssue({ code: 'custom', path: ['parts', i, 'text'], message: problem })
+    }
+  })
+
+/** A message template as a definition keeps it: `parts` absent when it has none, so older definitions keep their hash. */
+export interface MessageTemplate {
+  role: Role
+  content: string
+  parts?: PartTemplate[]
+}
+
+/** Every template text of the messages: contents and TEXT parts. */
+export const templateTextsOf = (messages: readonly MessageTemplate[]): string[] =>
+  messages.flatMap((m) => [m.content, ...(m.parts ?? []).flatMap((p) => (p.type === 'TEXT' && p.text ? [p.text] : []))])
+
+/** The variables IMAGE and FILE parts take their source from. */
+export const partVariablesOf = (messages: readonly MessageTemplate[]): string[] =>
+  messages.flatMap((m) => (m.parts ?? []).flatMap((p) => (p.variable ? [p.variable] : [])))
 
 const outputContractSchema = z
   .strictObject({
@@ -227,7 +256,7 @@ export const promptSchema = z.strictObject({
 
 /** The part of a prompt that decides what a run does; hashed into `definitionHash`. Its tool fields are absent when unset. */
 export interface PromptDefinition extends ToolLayer {
-  messages: { role: Role; content: string }[]
+  messages: MessageTemplate[]
   defaultProfileId: string | null
   output: OutputContract
   maxRepairs: number
@@ -242,7 +271,11 @@ export function toPromptDefinition(parsed: z.infer<typeof promptSchema>): { desc
   return {
     description: parsed.description ?? null,
     definition: {
-      messages: parsed.messages.map((m) => ({ role: m.role, content: m.content })),
+      messages: parsed.messages.map((m) => ({
+        role: m.role,
+        content: m.content,
+        ...(m.parts && m.parts.length > 0 && { parts: m.parts.map(toContentPart) }),
+      })),
       defaultProfileId: parsed.defaultProfileId ?? null,
       output: outputContractOf(parsed.output),
       maxRepairs: parsed.maxRepairs ?? 0,

@@ -19,6 +19,7 @@ export const ERROR_CODES = [
   'GENERATION',
   'STREAM_TIMEOUT',
   'TOOL_TIMEOUT',
+  'FILE_TOO_LARGE',
   'TOOL_RESULT_REJECTED',
   'LABEL_CONFLICT',
   'VALIDATION',
@@ -126,6 +127,14 @@ export class GenerationError extends PromptlineError {
 /** A model stream sent no first token, or fell silent, for longer than its profile allows. */
 export class StreamTimeoutError extends PromptlineError {
   readonly code = 'STREAM_TIMEOUT'
+}
+
+/** An upload larger than the file cap; nothing was kept. */
+export class FileTooLargeError extends PromptlineError {
+  readonly code = 'FILE_TOO_LARGE'
+  constructor(readonly maxBytes: number) {
+    super(`the file is larger than ${maxBytes} bytes (PROMPTLINE_MAX_FILE_BYTES); nothing was kept`)
+  }
 }
 
 /** A run waited longer than its tool timeout for a round's results. */

@@ -9,7 +9,7 @@ function canonicalJson(value: unknown): string {
   )
 }
 
-export function sha256Hex(text: string): string {
+export function sha256Hex(text: string | Uint8Array): string {
   return createHash('sha256').update(text).digest('hex')
 }
 

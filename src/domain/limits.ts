@@ -86,3 +86,11 @@ export function durabilityTimes(partial: Partial<DurabilityTimes> = {}): Durabil
   const staleMs = partial.staleMs ?? DEFAULT_DURABILITY_TIMES.staleMs
   return { ...DEFAULT_DURABILITY_TIMES, reapIntervalMs: Math.max(10, Math.round(staleMs / 2)), ...partial }
 }
+
+/** What uploads (POST /files) may be: the largest file, and how long one is kept. */
+export interface FileLimits {
+  maxFileBytes: number
+  retentionMs: number
+}
+
+export const DEFAULT_FILE_LIMITS: FileLimits = { maxFileBytes: 20 * 1024 * 1024, retentionMs: 30 * 86_400_000 }

@@ -1,4 +1,5 @@
 import type { PromptInclude } from './catalog.js'
+import type { ContentPart } from './content-parts.js'
 import type { ResponseCacheLayer, Role, SettingsLayer } from './definitions.js'
 import type { ToolCall, ToolLayer, ToolRound } from './tools.js'
 
@@ -68,6 +69,8 @@ export interface RunRequest {
   tags?: string[]
   /** The request's layer of the response cache; absent when it sets none. */
   cache?: ResponseCacheLayer
+  /** Images, files and more text for the user message (the plain input, or the prompt's last user message); absent when none. */
+  parts?: ContentPart[]
   /** The run whose request this one replays; absent otherwise. */
   replayOf?: string
   /** Fixed at admission, kept with the entry: a queued or recovered entry runs what it was admitted with. */
@@ -115,6 +118,8 @@ export interface MessageRecord {
   position: number
   role: MessageRole
   content: string
+  /** Images, files and more text after the content; empty for plain text. */
+  parts: ContentPart[]
   /** An assistant message's tool calls; empty otherwise. */
   toolCalls: ToolCall[]
   /** A TOOL message: the call it answers. */
@@ -297,6 +302,8 @@ export type MessageRole = Role | 'tool'
 export interface ChatMessage {
   role: MessageRole
   content: string
+  /** Images, files and more text, sent after the content; absent for plain text. */
+  parts?: ContentPart[]
   /** An assistant message's tool calls. */
   toolCalls?: ToolCall[]
   /** A tool message: the call it answers. */

@@ -1,4 +1,5 @@
 import { z } from 'zod'
+import { contentPartSchema, toContentPart } from './content-parts.js'
 import { envNameSchema, idSchema, parseInput, responseCacheLayerSchema, settingsLayerSchema } from './definitions.js'
 import { boundedJsonObject } from './json-bounds.js'
 import { promptRefShape } from './prompt-labels.js'
@@ -24,6 +25,7 @@ const runRequestSchema = z
     overrides: settingsLayerSchema.nullish(),
     credentialEnv: envNameSchema.nullish(),
     cache: responseCacheLayerSchema.nullish(),
+    parts: z.array(contentPartSchema).max(64).nullish(),
     ...toolLayerShape,
     tags: z
       .array(tagSchema)
@@ -59,6 +61,7 @@ export function parseRunRequest(value: unknown, root: string): RunRequest {
     ...(ref?.label != null && { promptLabel: ref.label }),
     ...(parsed.tags != null && parsed.tags.length > 0 && { tags: parsed.tags }),
     ...(parsed.cache != null && { cache: parsed.cache }),
+    ...(parsed.parts != null && parsed.parts.length > 0 && { parts: parsed.parts.map(toContentPart) }),
   }
 }
 

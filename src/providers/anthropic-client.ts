@@ -1,9 +1,11 @@
 import type Anthropic from '@anthropic-ai/sdk'
 import type { Message, MessageParam, RawMessageStreamEvent, TextBlockParam, Tool, ToolChoice } from '@anthropic-ai/sdk/resources/messages'
+import type { ContentPart } from '../domain/content-parts.js'
 import type { ChatMessage, FinishReason, Usage } from '../domain/records.js'
 import { usageOf } from '../domain/records.js'
 import { parsedArguments, type Tooling } from '../domain/tools.js'
 import { ClientCache } from './client-cache.js'
+import { base64Of, type FileBytes, textOfParts } from './content-parts.js'
 import type { GenerateEvent, GenerateRequest, ModelClient } from './model-client.js'
 import { classifyVendorError, vendorStreamError } from './provider-error.js'
 import type { ServerSentEvent } from './sse.js'
@@ -36,8 +38,26 @@ type ErrorEvent = { type: 'error'; error?: { type?: string; message?: string } }
 type Block = Exclude<MessageParam['content'], string>[number]
 type Turn = { role: 'user' | 'assistant'; content: string | Block[] }
 
-/** A message's content as Anthropic blocks: thinking to replay, text, calls, or a call's result. */
-function blocksOf(m: ChatMessage): Block[] {
+/** A part as an Anthropic block: an image, or a document (PDF, or plain text), by URL or inline. */
+function anthropicPart(part: ContentPart, files: FileBytes): Block {
+  if (part.type === 'TEXT') return { type: 'text', text: part.text ?? '' }
+  if (part.type === 'IMAGE') {
+    const media_type = part.mediaType as 'image/png'
+    return {
+      type: 'image',
+      source: part.url ? { type: 'url', url: part.url } : { type: 'base64', media_type, data: base64Of(part, files) },
+    }
+  }
+  if (part.url) return { type: 'document', source: { type: 'url', url: part.url } }
+  if (part.mediaType === 'text/plain') {
+    const data = Buffer.from(base64Of(part, files), 'base64').toString('utf8')
+    return { type: 'document', source: { type: 'text', media_type: 'text/plain', data } }
+  }
+  return { type: 'document', source: { type: 'base64', media_type: 'application/pdf', data: base64Of(part, files) } }
+}
+
+/** A message's content as Anthropic blocks: thinking to replay, text, parts, calls, or a call's result. */
+function blocksOf(m: ChatMessage, files: FileBytes): Block[] {
   if (m.role === 'tool') {
     return [{ type: 'tool_result', tool_use_id: m.toolCallId ?? '', content: m.content, ...(m.isError && { is_error: true }) }]
   }
@@ -45,6 +65,7 @@ function blocksOf(m: ChatMessage): Block[] {
   // a turn with thinking and tool calls is replayed with its signed thinking first
   if (m.reasoning?.signature) blocks.push({ type: 'thinking', thinking: m.reasoning.text, signature: m.reasoning.signature })
   if (m.content !== '') blocks.push({ type: 'text', text: m.content })
+  for (const part of m.parts ?? []) blocks.push(anthropicPart(part, files))
   for (const call of m.toolCalls ?? [])
     blocks.push({ type: 'tool_use', id: call.callId, name: call.name, input: parsedInput(call.arguments) })
   return blocks
@@ -62,17 +83,17 @@ const asBlocks = (content: string | Block[]): Block[] => (typeof content === 'st
  * Anthropic takes system text apart from the turns, and turns that alternate user/assistant:
  * tool results are user turns of tool_result blocks. Plain text stays a string.
  */
-function toAnthropicMessages(messages: ChatMessage[]): { system: string; turns: Turn[] } {
+function toAnthropicMessages(messages: ChatMessage[], files: FileBytes): { system: string; turns: Turn[] } {
   const system = messages
     .filter((m) => m.role === 'system')
-    .map((m) => m.content)
+    .flatMap((m) => [m.content, ...textOfParts(m.parts)].filter(Boolean))
     .join('\n\n')
   const turns: Turn[] = []
   for (const m of messages) {
     if (m.role === 'system') continue
     const role = m.role === 'assistant' ? 'assistant' : 'user'
-    const plain = m.role !== 'tool' && !m.toolCalls?.length && !m.reasoning?.signature
-    const content: string | Block[] = plain ? m.content : blocksOf(m)
+    const plain = m.role !== 'tool' && !m.toolCalls?.length && !m.reasoning?.signature && !m.parts?.length
+    const content: string | Block[] = plain ? m.content : blocksOf(m, files)
     const last = turns.at(-1)
     if (!last || last.role !== role) turns.push({ role, content })
     else if (typeof last.content === 'string' && typeof content === 'string') last.content += `\n\n${content}`
@@ -145,7 +166,7 @@ export class AnthropicModelClient implements ModelClient {
       return new Anthropic({ apiKey, baseURL: request.endpoint ?? undefined, maxRetries: 0, timeout: 10 * 60_000, fetch: vendorFetch })
     })
     const { settings } = request
-    const { system, turns } = toAnthropicMessages(request.messages)
+    const { system, turns } = toAnthropicMessages(request.messages, request.files)
     const tooling = anthropicTools(request.tooling)
     const { promptCache } = settings
     const cache: CacheControl = { type: 'ephemeral', ...(promptCache.ttl === 'ONE_HOUR' && { ttl: '1h' }) }

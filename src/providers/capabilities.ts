@@ -1,3 +1,4 @@
+import type { ContentPart } from '../domain/content-parts.js'
 import type { BackendKind } from '../domain/definitions.js'
 import type { EffectiveSettings } from '../domain/settings.js'
 
@@ -10,5 +11,64 @@ export function unsupportedSetting(kind: BackendKind, settings: EffectiveSetting
     if (settings.reasoningEffort != null) return 'Anthropic takes no reasoningEffort (pass its thinking options in extra)'
     if (settings.temperature != null && settings.temperature > 1) return 'Anthropic takes a temperature from 0 to 1'
   }
+  return null
+}
+
+/** What a backend's vendor takes besides text, so a request it cannot take is refused at admission. */
+export interface BackendCapabilities {
+  /** Image media types, by URL and as uploaded files. */
+  imageMediaTypes: readonly string[]
+  imageUrls: boolean
+  /** File media types as uploaded files, and (PDF only) by URL. */
+  fileMediaTypes: readonly string[]
+  fileUrls: boolean
+  /** A JSON schema sent natively (OpenAI's strict response_format, Anthropic's output_config.format). */
+  nativeStructuredOutput: boolean
+  /** Prompt-cache marks (Anthropic) or keys (OpenAI). */
+  promptCache: boolean
+}
+
+const IMAGES = ['image/png', 'image/jpeg', 'image/gif', 'image/webp']
+
+const CAPABILITIES: Record<BackendKind, BackendCapabilities> = {
+  // Chat Completions: images by URL or data URL; files (PDF) only inline, never by URL
+  OPENAI: {
+    imageMediaTypes: IMAGES,
+    imageUrls: true,
+    fileMediaTypes: ['application/pdf'],
+    fileUrls: false,
+    nativeStructuredOutput: true,
+    promptCache: true,
+  },
+  // Messages: image and document blocks, by URL or base64 (plain text documents inline only)
+  ANTHROPIC: {
+    imageMediaTypes: IMAGES,
+    imageUrls: true,
+    fileMediaTypes: ['application/pdf', 'text/plain'],
+    fileUrls: true,
+    nativeStructuredOutput: true,
+    promptCache: true,
+  },
+  FAKE: { imageMediaTypes: [], imageUrls: false, fileMediaTypes: [], fileUrls: false, nativeStructuredOutput: false, promptCache: false },
+}
+
+export const capabilitiesOf = (kind: BackendKind): BackendCapabilities => CAPABILITIES[kind]
+
+/** Why the backend cannot take a part, as a sentence; null when it can. */
+export function unsupportedPart(kind: BackendKind, part: ContentPart): string | null {
+  if (part.type === 'TEXT') return null
+  const can = CAPABILITIES[kind]
+  const types = part.type === 'IMAGE' ? can.imageMediaTypes : can.fileMediaTypes
+  const name = part.type === 'IMAGE' ? 'an image' : 'a file'
+  if (types.length === 0) return `a ${kind} backend takes no ${part.type} parts`
+  if (part.url !== undefined) {
+    if (!(part.type === 'IMAGE' ? can.imageUrls : can.fileUrls))
+      return `a ${kind} backend takes ${name} only as an uploaded file, not by URL`
+    if (part.type === 'FILE' && (part.mediaType ?? 'application/pdf') !== 'application/pdf')
+      return `a ${kind} backend takes only PDF files by URL`
+    return null
+  }
+  if (part.mediaType !== undefined && !types.includes(part.mediaType))
+    return `a ${kind} backend takes no ${part.mediaType} ${part.type} parts`
   return null
 }

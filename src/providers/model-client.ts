@@ -2,6 +2,7 @@ import type { Credential } from '../domain/credentials.js'
 import type { ChatMessage, Finish, Reasoning, Usage } from '../domain/records.js'
 import type { EffectiveSettings } from '../domain/settings.js'
 import type { Tooling } from '../domain/tools.js'
+import type { FileBytes } from './content-parts.js'
 
 export interface GenerateRequest {
   model: string
@@ -15,6 +16,8 @@ export interface GenerateRequest {
   promptCacheKey: string | null
   /** A JSON Schema the vendor's native structured output must follow; null for none. */
   outputSchema: Record<string, unknown> | null
+  /** The bytes of the uploaded files the messages' parts name. */
+  files: FileBytes
 }
 
 /**

@@ -2,14 +2,17 @@ import type OpenAI from 'openai'
 import type {
   ChatCompletion,
   ChatCompletionChunk,
+  ChatCompletionContentPart,
   ChatCompletionMessageParam,
   ChatCompletionTool,
   ChatCompletionToolChoiceOption,
 } from 'openai/resources/chat/completions'
 import type { CompletionUsage } from 'openai/resources/completions'
+import type { ContentPart } from '../domain/content-parts.js'
 import { type ChatMessage, type Finish, type FinishReason, type Usage, usageOf } from '../domain/records.js'
 import type { Tooling } from '../domain/tools.js'
 import { ClientCache } from './client-cache.js'
+import { base64Of, type FileBytes, textOfParts } from './content-parts.js'
 import type { GenerateEvent, GenerateRequest, ModelClient } from './model-client.js'
 import { classifyVendorError, vendorStreamError } from './provider-error.js'
 import { type ServerSentEvent, STREAM_END } from './sse.js'
@@ -40,8 +43,25 @@ function openaiFinish(vendorReason: string | null, refusal: string): Finish {
   return { reason: FINISH_REASONS[vendorReason ?? ''] ?? 'OTHER', vendorReason, refusal: null }
 }
 
+/** A part in OpenAI's shape: images by URL or as a data URL, files (PDF) inline as file_data. */
+function openaiPart(part: ContentPart, files: FileBytes): ChatCompletionContentPart {
+  if (part.type === 'TEXT') return { type: 'text', text: part.text ?? '' }
+  const inline = () => `data:${part.mediaType};base64,${base64Of(part, files)}`
+  if (part.type === 'IMAGE') {
+    const detail = part.detail && { detail: part.detail.toLowerCase() as 'auto' }
+    return { type: 'image_url', image_url: { url: part.url ?? inline(), ...detail } }
+  }
+  return { type: 'file', file: { file_data: inline(), filename: `${part.fileId}.pdf` } }
+}
+
+/** A message's text and parts, as OpenAI's content: a string while there are no parts. */
+function openaiContent(m: ChatMessage, files: FileBytes): string | ChatCompletionContentPart[] {
+  if (!m.parts?.length) return m.content
+  return [...(m.content === '' ? [] : [{ type: 'text' as const, text: m.content }]), ...m.parts.map((p) => openaiPart(p, files))]
+}
+
 /** Our messages in OpenAI's shape: calls on the assistant message, each result a `tool` message. */
-function toOpenAIMessage(m: ChatMessage): ChatCompletionMessageParam {
+function toOpenAIMessage(m: ChatMessage, files: FileBytes): ChatCompletionMessageParam {
   if (m.role === 'tool') return { role: 'tool', tool_call_id: m.toolCallId ?? '', content: m.content }
   if (m.role === 'assistant' && m.toolCalls && m.toolCalls.length > 0) {
     return {
@@ -50,7 +70,9 @@ function toOpenAIMessage(m: ChatMessage): ChatCompletionMessageParam {
       tool_calls: m.toolCalls.map((c) => ({ id: c.callId, type: 'function', function: { name: c.name, arguments: c.arguments } })),
     }
   }
-  return { role: m.role, content: m.content }
+  if (m.role === 'user') return { role: 'user', content: openaiContent(m, files) }
+  // system and assistant messages take text only
+  return { role: m.role, content: [m.content, ...textOfParts(m.parts)].filter(Boolean).join('\n\n') }
 }
 
 /** The tools, the choice among them and parallel calls, as OpenAI's request fields. */
@@ -101,7 +123,7 @@ export class OpenAIModelClient implements ModelClient {
     const { settings } = request
     const body = {
       model: request.model,
-      messages: request.messages.map(toOpenAIMessage),
+      messages: request.messages.map((m) => toOpenAIMessage(m, request.files)),
       ...openaiTools(request.tooling),
       stream: true as const,
       stream_options: { include_usage: true },

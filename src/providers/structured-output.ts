@@ -1,4 +1,5 @@
 import type { BackendKind, OutputContract } from '../domain/definitions.js'
+import { capabilitiesOf } from './capabilities.js'
 
 type Schema = Record<string, unknown>
 
@@ -59,7 +60,7 @@ const KEYWORDS: Record<'OPENAI' | 'ANTHROPIC', ReadonlySet<string>> = {
  * length bounds, and `minItems` only 0 or 1); references stay inside the schema.
  */
 function nativeSchemaProblem(kind: BackendKind, schema: Schema): string | null {
-  if (kind === 'FAKE') return 'the fake backend has no native structured output'
+  if (kind === 'FAKE' || !capabilitiesOf(kind).nativeStructuredOutput) return `a ${kind} backend has no native structured output`
   if (schema.type !== 'object') return 'the root is not an object'
   return problemIn(kind, schema, '')
 }

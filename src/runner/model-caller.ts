@@ -5,6 +5,7 @@ import { addUsage, type ChatMessage, type FailoverAttempt, type Finish, type Rea
 import { sleep } from '../domain/sleep.js'
 import type { ToolCall } from '../domain/tools.js'
 import { type ModelCallOutcome, startModelCallSpan } from '../domain/tracing.js'
+import { type FileBytes, NO_FILES } from '../providers/content-parts.js'
 import type { ModelClient, ToolCallDelta } from '../providers/model-client.js'
 import { classifyVendorError, ProviderError } from '../providers/provider-error.js'
 import type { Candidate } from './prepare.js'
@@ -68,6 +69,8 @@ export class ModelCaller {
     private readonly lease: (backend: Backend) => Promise<Release>,
     /** Told when a vendor call opens and closes (the run's in-flight marker). */
     private readonly calls: { opened(): void; closed(): void },
+    /** The bytes of the uploaded files the messages' parts name. */
+    private readonly files: FileBytes = NO_FILES,
   ) {}
 
   /** The candidate the run is on now. */
@@ -178,6 +181,7 @@ export class ModelCaller {
       tooling: candidate.tooling,
       promptCacheKey: candidate.promptCacheKey,
       outputSchema: candidate.output.schema,
+      files: this.files,
     }
     let reported: Usage | null = null
     let end: CallEnd | null = null

@@ -1,4 +1,5 @@
 import type { Backend, CatalogReader, Profile, Prompt } from '../domain/catalog.js'
+import type { ContentPart } from '../domain/content-parts.js'
 import { type Credential, credentialEnvAllowed, endpointAllowed, resolveCredential, type SecretLookup } from '../domain/credentials.js'
 import type { OutputContract, SettingsLayer } from '../domain/definitions.js'
 import {
@@ -17,25 +18,26 @@ import { renderTemplates } from '../domain/template.js'
 import { mergeTooling, pairedHistory, type ToolCall, type Tooling, type ToolLayer, toolLayerOf, undeclaredChoice } from '../domain/tools.js'
 import { unsupportedSetting } from '../providers/capabilities.js'
 import { type OutputEnforcementPlan, outputEnforcementFor } from '../providers/structured-output.js'
+import { admitParts as checkedParts, type FileLookup, renderParts, withRequestParts } from './message-parts.js'
 import { includedText, NO_INCLUDES, type ResolvedIncludes, resolveIncludes } from './prompt-includes.js'
 import { choosePrompt } from './prompt-ref.js'
 
 /** The session history a prompt renders after its system messages. */
 export interface SessionHistory {
   find(tenantId: string, id: string): Promise<{ defaultProfileId: string | null } | null>
-  messages(
-    tenantId: string,
-    sessionId: string,
-  ): Promise<{ role: string; content: string; toolCalls: ToolCall[]; toolCallId: string | null }[]>
+  messages(tenantId: string, sessionId: string): Promise<StoredMessage[]>
 }
+
+type StoredMessage = { role: string; content: string; parts: ContentPart[]; toolCalls: ToolCall[]; toolCallId: string | null }
 
 function missingProfile(id: string, promptId: string): never {
   throw new ProfileLoadError(`parallel profile '${id}' of prompt '${promptId}' does not exist`)
 }
 
 /** A stored message as a model receives it. */
-function toChatMessage(m: { role: string; content: string; toolCalls: ToolCall[]; toolCallId: string | null }): ChatMessage {
+function toChatMessage(m: StoredMessage): ChatMessage {
   const message: ChatMessage = { role: m.role as ChatMessage['role'], content: m.content }
+  if (m.parts.length > 0) message.parts = m.parts
   if (m.toolCalls.length > 0) message.toolCalls = m.toolCalls
   if (m.toolCallId !== null) message.toolCallId = m.toolCallId
   return message
@@ -103,6 +105,8 @@ export interface Resolution extends ProfileTarget {
   /** The prompt versions its includes stand for, fixed here. */
   includes: ResolvedIncludes
   input: string | null
+  /** The request's own parts, for its user message. */
+  parts: ContentPart[] | null
   profile: Profile
   backend: Backend
   output: OutputContract
@@ -134,6 +138,8 @@ export class PromptPreparer {
     private readonly catalog: CatalogReader,
     private readonly sessions: SessionHistory,
     private readonly secrets: SecretLookup,
+    /** Uploaded files that message parts name. */
+    private readonly files: FileLookup,
     /** Variables any backend's key may be taken from, besides those the backend names. */
     private readonly credentialEnvAllowlist: readonly string[] = [],
   ) {}
@@ -145,7 +151,10 @@ export class PromptPreparer {
 
   /** Resolves and renders a request without reading the history: what admission checks and keeps. */
   async admit(tenantId: string, sessionId: string | null, request: RunRequest): Promise<AdmittedPrompt> {
-    return this.render(await this.resolve(tenantId, sessionId, request))
+    const rendered = this.render(await this.resolve(tenantId, sessionId, request))
+    const everyone = rendered.parallel?.flat() ?? rendered.candidates
+    const admitParts = (messages: ChatMessage[]) => checkedParts(messages, tenantId, this.files, everyone)
+    return { ...rendered, leading: await admitParts(rendered.leading), turn: await admitParts(rendered.turn) }
   }
 
   private async resolve(tenantId: string, sessionId: string | null, request: RunRequest): Promise<Resolution> {
@@ -217,6 +226,7 @@ export class PromptPreparer {
       splitBucket: chosen?.bucket ?? null,
       includes,
       input,
+      parts: request.parts ?? null,
       profile,
       backend: primary.backend,
       model: primary.model,
@@ -291,16 +301,22 @@ export class PromptPreparer {
     let rendered: ChatMessage[] = [{ role: 'user', content: resolution.input ?? '' }]
     if (prompt) {
       const templates = prompt.definition.messages
+      const included = includedText(resolution.includes)
       const contents = renderTemplates(
         templates.map((m) => m.content),
         resolution.variables,
-        includedText(resolution.includes),
+        included,
       )
-      rendered = templates.map((m, i) => ({ role: m.role, content: contents[i]! }))
+      const parts = renderParts(templates, resolution.variables, included)
+      rendered = templates.map((m, i) => ({ role: m.role, content: contents[i]!, ...(parts[i] && { parts: parts[i] }) }))
     }
     const leadingSystem = rendered.findIndex((m) => m.role !== 'system')
     const split = leadingSystem < 0 ? rendered.length : leadingSystem
-    return { ...resolution, leading: rendered.slice(0, split), turn: rendered.slice(split) }
+    return {
+      ...resolution,
+      leading: rendered.slice(0, split),
+      turn: withRequestParts(rendered.slice(split), resolution.parts ?? undefined),
+    }
   }
 
   /** The admitted rendering after the leading system messages and the history as it is now. */

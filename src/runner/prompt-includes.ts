@@ -1,5 +1,5 @@
 import type { CatalogReader, Prompt, PromptInclude } from '../domain/catalog.js'
-import type { PromptDefinition } from '../domain/definitions.js'
+import { type PromptDefinition, templateTextsOf } from '../domain/definitions.js'
 import { InvalidRequestError } from '../domain/errors.js'
 import { type IncludedText, renderTemplates, templateIncludes } from '../domain/template.js'
 import { choosePrompt } from './prompt-ref.js'
@@ -33,7 +33,7 @@ export async function resolveIncludes(
   const pins = new Map(pinned?.map((p) => [p.key, p.version]))
   const byKey = new Map<string, Prompt>()
   const walk = async (definition: PromptDefinition, path: string[]): Promise<void> => {
-    for (const ref of templateIncludes(definition.messages.map((m) => m.content))) {
+    for (const ref of templateIncludes(templateTextsOf(definition.messages))) {
       const chain = [...path, ref.promptId]
       if (path.includes(ref.promptId)) throw InvalidRequestError.at(field, `includes form a cycle: ${chain.join(' → ')}`)
       if (chain.length - 1 > MAX_INCLUDE_DEPTH) {

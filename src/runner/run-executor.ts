@@ -1,9 +1,11 @@
 import type { CapacityPools, Release } from '../capacity/capacity-pool.js'
 import type { Backend } from '../domain/catalog.js'
+import { fileIdsIn } from '../domain/content-parts.js'
 import { PromptlineError, ToolTimeoutError } from '../domain/errors.js'
 import type { QueueEntryRecord, RunRecord, TerminalReason } from '../domain/records.js'
 import type { CachedAnswer } from '../domain/response-cache.js'
 import { inRunSpan } from '../domain/tracing.js'
+import { type FileBytes, NO_FILES } from '../providers/content-parts.js'
 import type { ModelClient } from '../providers/model-client.js'
 import type { AnswerHooks, AnswerProgress } from './answer.js'
 import { ModelCaller } from './model-caller.js'
@@ -57,6 +59,8 @@ export interface RunHandle {
 export interface RunExecutorDeps extends RunRecorderDeps {
   preparer: PromptPreparer
   responseCache: ResponseCacheDeps
+  /** Uploaded files' bytes, read once a run's messages are assembled. */
+  files: { read(tenantId: string, ids: readonly string[]): Promise<FileBytes> }
   clientFor(backend: Backend): ModelClient
   capacity: CapacityPools
   coalescer: CoalescerPacing
@@ -165,12 +169,14 @@ export class RunExecutor {
       leases.clear()
     }
     const branches: Branch[] = []
+    // the bytes of the files the messages name, read once they are assembled (branches start after)
+    let files = NO_FILES
     const branch: BranchFactory = (chain, branchSignal, candidateTag, judge = false) => {
       const progress = newProgress()
       const created: Branch = {
         judge,
         tag: candidateTag,
-        caller: new ModelCaller(chain, this.deps, branchSignal, lease, recorder),
+        caller: new ModelCaller(chain, this.deps, branchSignal, lease, recorder, files),
         progress,
         coalescer: new TokenCoalescer(
           (text) => recorder.publish({ type: 'TOKEN_DELTA', text, attempt: progress.attempt, candidate: candidateTag }),
@@ -218,6 +224,8 @@ export class RunExecutor {
       signal.throwIfAborted()
       turn = prepared.turn
       const hit = resumedWaiting ? null : await cache.lookup(prepared, run)
+      const fileIds = hit ? [] : fileIdsIn(prepared.messages)
+      if (fileIds.length > 0) files = await this.deps.files.read(run.tenantId, fileIds)
       signal.throwIfAborted()
       if (!resumedWaiting) {
         run.renderedHash = prepared.renderedHash

@@ -290,6 +290,7 @@ export class RunRecorder {
       transcript.map((m, i) => ({
         role: m.role,
         content: m.content,
+        parts: m.parts ?? [],
         toolCalls: m.toolCalls ?? [],
         toolCallId: m.toolCallId ?? null,
         runId: run.id,

@@ -1,7 +1,9 @@
 import type { CapacitySnapshot } from '../capacity/capacity-pool.js'
 import type { Backend } from '../domain/catalog.js'
 import type { BackendKind } from '../domain/definitions.js'
+import { capabilitiesOf } from '../providers/capabilities.js'
 import { builder } from './builder.js'
+import { BackendCapabilitiesRef } from './content-part.js'
 import { describedValues } from './described.js'
 import { settingsJson } from './settings.js'
 
@@ -69,6 +71,11 @@ export const BackendRef = builder.objectRef<Backend>('Backend').implement({
   fields: (t) => ({
     id: t.exposeID('id', { description: 'The backend id.' }),
     kind: t.field({ type: BackendKindEnum, description: 'Which vendor API it speaks.', resolve: (b) => b.kind }),
+    capabilities: t.field({
+      type: BackendCapabilitiesRef,
+      description: 'What its vendor takes besides text: images, files, native structured output, prompt caching.',
+      resolve: (b) => capabilitiesOf(b.kind),
+    }),
     baseUrl: t.string({
       nullable: true,
       description: "The API base URL; null leaves it to the vendor SDK's default.",

@@ -46,6 +46,7 @@ export const ErrorCodeEnum = builder.enumType('ErrorCode', {
     STREAM_TIMEOUT:
       "The model stream sent no token within firstTokenTimeoutMs, or fell silent for streamIdleTimeoutMs (with the profile's onStreamFailure RESTART, the next candidate starts again instead).",
     TOOL_TIMEOUT: 'The run waited longer than its toolTimeoutMs for tool results.',
+    FILE_TOO_LARGE: 'An upload to POST /files was larger than PROMPTLINE_MAX_FILE_BYTES; nothing was kept (HTTP 413).',
     TOOL_RESULT_REJECTED: 'Tool results could not be taken; see ToolResultRejectedError.reason. Nothing was kept.',
     LABEL_CONFLICT: 'The label names another version than expectedVersion said; it was not moved (read it again, then retry).',
     VALIDATION: 'The output contract could not be checked at all.',

@@ -3,6 +3,7 @@ import type { OutputContract, OutputEnforcement, OutputKind, ParallelSpec } from
 import { NotFoundError } from '../domain/errors.js'
 import type { ChatMessage, MessageRole } from '../domain/records.js'
 import { builder } from './builder.js'
+import { ContentPartInput, ContentPartRef } from './content-part.js'
 import { describedValues } from './described.js'
 import { encodeCursor, forwardPage, PAGE_DEFAULT, PAGE_MAX, pageArgs, toConnection } from './paging.js'
 import { ResponseCacheInput, ResponseCacheLayerRef } from './response-cache.js'
@@ -49,6 +50,11 @@ export const ChatMessageRef = builder.objectRef<ChatMessage>('ChatMessage').impl
   fields: (t) => ({
     role: t.field({ type: RoleEnum, description: 'Who says it.', resolve: (m) => m.role }),
     content: t.exposeString('content', { description: 'The template or the rendered text.' }),
+    parts: t.field({
+      type: [ContentPartRef],
+      description: 'Images, files and more text after the content; empty for plain text.',
+      resolve: (m) => m.parts ?? [],
+    }),
     toolCalls: t.field({
       type: [ToolCallRef],
       description: "An assistant message's tool calls; empty otherwise.",
@@ -183,6 +189,11 @@ const PromptMessageInput = builder.inputType('PromptMessageInput', {
   fields: (t) => ({
     role: t.field({ type: RoleEnum, required: true, description: 'Who says it.' }),
     content: t.string({ required: true, description: 'Template text; {{ name }} or {{ a.b }} insert variables.' }),
+    parts: t.field({
+      type: [ContentPartInput],
+      description:
+        'Up to 64 parts after the content: TEXT (a template), and in a user message IMAGE and FILE (a url, a fileId, or a variable holding one).',
+    }),
   }),
 })
 

@@ -1,6 +1,7 @@
 import { InvalidRequestError, NotFoundError } from '../domain/errors.js'
 import type { MessageRecord, SessionFork, SessionRecord, Usage } from '../domain/records.js'
 import { builder } from './builder.js'
+import { ContentPartRef } from './content-part.js'
 import { perRequestLoader } from './loaders.js'
 import { encodeCursor, forwardPage, pageArgs, toConnection } from './paging.js'
 import { RoleEnum } from './prompt.js'
@@ -25,6 +26,11 @@ export const MessageRef = builder.objectRef<MessageRecord>('Message').implement(
     position: t.exposeInt('position', { description: '1 for the first message of the session, then increasing by one.' }),
     role: t.field({ type: RoleEnum, description: 'Who says it.', resolve: (m) => m.role }),
     content: t.exposeString('content', { description: 'The text.' }),
+    parts: t.field({
+      type: [ContentPartRef],
+      description: 'Images, files and more text after the content; empty for plain text.',
+      resolve: (m) => m.parts,
+    }),
     toolCalls: t.field({
       type: [ToolCallRef],
       description: "An assistant message's tool calls; empty otherwise.",

@@ -1,6 +1,7 @@
 import type { SettingsLayer } from '../domain/definitions.js'
 import { type EffectiveSettings, redactSettings } from '../domain/settings.js'
 import { type BuilderTypes, builder } from './builder.js'
+import { ContentPartInput } from './content-part.js'
 import { ResponseCacheInput } from './response-cache.js'
 import { toolInputFields } from './tool.js'
 
@@ -97,6 +98,11 @@ export function runRequestFields(t: PothosSchemaTypes.InputFieldBuilder<BuilderT
     }),
     promptRef: t.field({ type: PromptRefInput, description: 'A prompt at a version or label (instead of promptId).' }),
     input: t.string({ description: "The user's text: the plain message, or the prompt's input variable." }),
+    parts: t.field({
+      type: [ContentPartInput],
+      description:
+        "Up to 64 images, files or texts for the user message: after the plain input, or after the prompt's last user message. Each backend of the profile must take them (Backend.capabilities).",
+    }),
     variables: t.field({ type: 'JSON', description: 'A JSON object with the template variables.' }),
     profileId: t.id({ description: "Overrides the prompt's (or the session's) default profile." }),
     overrides: t.field({ type: SettingsOverrideInput, description: 'The request settings layer, on top of backend and profile.' }),

@@ -7,10 +7,12 @@ import type { Backend } from '../domain/catalog.js'
 import type { SecretLookup } from '../domain/credentials.js'
 import type { BackendKind } from '../domain/definitions.js'
 import {
+  DEFAULT_FILE_LIMITS,
   DEFAULT_QUEUE_LIMITS,
   DEFAULT_REQUEST_LIMITS,
   type DurabilityTimes,
   durabilityTimes,
+  type FileLimits,
   type QueueLimits,
   type RequestLimits,
 } from '../domain/limits.js'
@@ -33,6 +35,7 @@ import { type CoalescerOptions, CoalescerPacing } from '../runner/token-coalesce
 import { schema } from '../schema/schema.js'
 import { BudgetGuard } from '../services/budget-guard.js'
 import { CatalogService } from '../services/catalog-service.js'
+import { FileService } from '../services/file-service.js'
 import { ReplayService } from '../services/replay-service.js'
 import { RunService } from '../services/run-service.js'
 import { SessionRouter } from '../services/session-router.js'
@@ -87,6 +90,8 @@ export interface AppOptions {
   protectedLabels?: readonly string[]
   /** Entries each tenant keeps in the exact response cache (default 10 000); the oldest go first. */
   responseCacheMaxEntries?: number
+  /** Uploads: where their bytes go (null: the database), the largest file, how long one is kept. */
+  files?: { dir?: string | null } & Partial<FileLimits>
   /** Model clients by backend kind; the fake one is built in. */
   clients?: Partial<Record<BackendKind, ModelClient>>
   /** Several instances share the database through this Redis: calls to sessions' owners, events. */
@@ -106,7 +111,7 @@ export interface AppOptions {
 /** Loads the catalog, opens and migrates the database, wires services into yoga, and resumes the queues. */
 export async function createApp(options: AppOptions, secrets: SecretLookup, logger: Logger): Promise<App> {
   const files = loadCatalogFiles(options.catalogDir)
-  const store = options.store ?? (await openStore(options.databaseUrl))
+  const store = options.store ?? (await openStore(options.databaseUrl, options.files?.dir ?? null))
   const closeStore = () => (options.store ? Promise.resolve() : store.close())
   let link: DeploymentLink | null = null
   try {
@@ -117,7 +122,7 @@ export async function createApp(options: AppOptions, secrets: SecretLookup, logg
     const catalog = await Catalog.open(store, files, { cached: !options.redisUrl })
     const sessionMemory = new SessionMemory(store.sessions)
     const allowlist = options.credentialEnvAllowlist ?? []
-    const preparer = new PromptPreparer(catalog, sessionMemory, secrets, allowlist)
+    const preparer = new PromptPreparer(catalog, sessionMemory, secrets, store.files, allowlist)
     const busOptions = { ...DEFAULT_EVENT_BUS_OPTIONS, ...options.events }
     const metrics = new PrometheusMetrics()
     const bus = new SessionEventBus(store.events, store.sessions, logger, busOptions, link.fanout, metrics)
@@ -143,6 +148,7 @@ export async function createApp(options: AppOptions, secrets: SecretLookup, logg
     const executor = new RunExecutor({
       preparer,
       responseCache: { store: store.responseCache, maxEntries: options.responseCacheMaxEntries ?? 10_000 },
+      files: store.files,
       clientFor,
       capacity,
       bus,
@@ -193,6 +199,7 @@ export async function createApp(options: AppOptions, secrets: SecretLookup, logg
       usage: new UsageService(store),
       replays: new ReplayService(store, sessions, runs),
     }
+    const uploads = new FileService(store, { ...DEFAULT_FILE_LIMITS, ...options.files })
     const keys = new ApiKeyRing(options.apiKeys ?? null)
     const limits = { ...DEFAULT_REQUEST_LIMITS, ...options.requestLimits }
     let draining: Promise<void> | null = null
@@ -214,7 +221,7 @@ export async function createApp(options: AppOptions, secrets: SecretLookup, logg
       capacity: () => capacity.snapshots(),
       openSubscriptions: () => subscriptions.total,
     })
-    const yoga = createPromptlineYoga({ schema, services, probes, logger, keys, limits, metrics, subscriptions })
+    const yoga = createPromptlineYoga({ schema, services, files: uploads, probes, logger, keys, limits, metrics, subscriptions })
     await router.start()
     await queue.recover()
     ownership.start()

@@ -8,9 +8,11 @@ import type { RequestLimits } from '../domain/limits.js'
 import type { Logger } from '../domain/logger.js'
 import type { Context, Services } from '../schema/context.js'
 import { maskError } from '../schema/errors.js'
+import type { FileService } from '../services/file-service.js'
 import type { ApiKeyRing } from './api-keys.js'
 import { useCompiledSubscriptions } from './compiled-subscriptions.js'
 import { useConsole } from './console.js'
+import { useFileUploads } from './files.js'
 import { GRAPHIQL_OPTIONS, renderSelfHostedGraphiQL } from './graphiql.js'
 import { type OpenSubscriptions, requestLimitPlugins } from './limits.js'
 import type { PrometheusMetrics } from './metrics.js'
@@ -70,6 +72,7 @@ const useValidationErrorCode: Plugin = {
 export function createPromptlineYoga(options: {
   schema: GraphQLSchema
   services: Services
+  files: FileService
   probes: Probes
   logger: Logger
   keys: ApiKeyRing
@@ -98,6 +101,7 @@ export function createPromptlineYoga(options: {
     },
     plugins: [
       useProbes(options.probes, logger),
+      useFileUploads(options.files, options.keys),
       useConsole(),
       useRequestLog(logger),
       ...requestLimitPlugins(options.limits, options.subscriptions),

@@ -3,7 +3,7 @@ import type { Catalog } from '../catalog/catalog.js'
 import { type Principal, recordedKeyId } from '../domain/access.js'
 import { type Backend, CATALOG_TENANT, type Profile, type Prompt, type PromptVersion } from '../domain/catalog.js'
 import { credentialEnvAllowed, endpointAllowed, type SecretLookup } from '../domain/credentials.js'
-import { idSchema, parseInput, profileSchema, promptSchema, toPromptDefinition } from '../domain/definitions.js'
+import { idSchema, parseInput, profileSchema, promptSchema, templateTextsOf, toPromptDefinition } from '../domain/definitions.js'
 import { ForbiddenError, InvalidRequestError, LabelConflictError, NotFoundError } from '../domain/errors.js'
 import { type PromptDiff, promptDiff } from '../domain/prompt-diff.js'
 import { labelMoveSchema, type PromptLabel, type PromptLabelMove } from '../domain/prompt-labels.js'
@@ -167,7 +167,7 @@ export class CatalogService {
     for (let after: string | null = null; ; ) {
       const page = await this.catalog.listPrompts(tenantId, after, 200)
       for (const prompt of page) {
-        const includes = templateIncludes(prompt.definition.messages.map((m) => m.content))
+        const includes = templateIncludes(templateTextsOf(prompt.definition.messages))
         if (prompt.id !== id && includes.some((ref) => ref.promptId === id)) includers.push(prompt.id)
       }
       if (page.length < 200) return includers

@@ -8,7 +8,7 @@ interface Entry {
   history: MessageRecord[] | null
 }
 
-export type NewMessage = Pick<MessageRecord, 'role' | 'content' | 'runId' | 'interrupted' | 'toolCalls' | 'toolCallId'>
+export type NewMessage = Pick<MessageRecord, 'role' | 'content' | 'parts' | 'runId' | 'interrupted' | 'toolCalls' | 'toolCallId'>
 
 /**
  * Sessions and their conversation histories, kept in memory by the process that owns their

@@ -1,4 +1,5 @@
 import type { Prisma } from '@db/client'
+import type { ContentPart } from '../domain/content-parts.js'
 import type { MessageRecord, SessionFork, SessionRecord } from '../domain/records.js'
 import type { ToolCall } from '../domain/tools.js'
 import type { Db } from './database.js'
@@ -31,6 +32,7 @@ const messageSelect = {
   position: true,
   role: true,
   content: true,
+  parts: true,
   toolCalls: true,
   toolCallId: true,
   runId: true,
@@ -46,7 +48,13 @@ export interface SessionCursor {
 
 /** A message as its row: its tool calls as JSON, SQL NULL without any. */
 export function messageRow(tenantId: string, m: MessageRecord) {
-  return { ...m, tenantId, toolCalls: nullableJson(m.toolCalls.length === 0 ? null : m.toolCalls), createdAt: new Date(m.createdAt) }
+  return {
+    ...m,
+    tenantId,
+    parts: nullableJson(m.parts.length === 0 ? null : m.parts),
+    toolCalls: nullableJson(m.toolCalls.length === 0 ? null : m.toolCalls),
+    createdAt: new Date(m.createdAt),
+  }
 }
 
 /** Sessions and their conversation history. */
@@ -127,6 +135,7 @@ export class SessionStore {
     return rows.map((m) => ({
       ...m,
       role: m.role as MessageRecord['role'],
+      parts: (m.parts as ContentPart[] | null) ?? [],
       toolCalls: (m.toolCalls as ToolCall[] | null) ?? [],
       createdAt: m.createdAt.toISOString(),
     }))

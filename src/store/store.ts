@@ -1,5 +1,6 @@
 import { type Database, openDatabase } from './database.js'
 import { EventStore } from './event-store.js'
+import { FileStore } from './file-store.js'
 import { migrate, pendingMigrations } from './migrator.js'
 import { ProfileStore } from './profile-store.js'
 import { PromptLabelStore } from './prompt-label-store.js'
@@ -26,8 +27,13 @@ export class Store {
   readonly webhooks: WebhookStore
   readonly usage: UsageReports
   readonly responseCache: ResponseCacheStore
+  readonly files: FileStore
 
-  constructor(private readonly database: Database) {
+  constructor(
+    private readonly database: Database,
+    /** Where uploaded files' bytes go; null: in the database. */
+    filesDir: string | null = null,
+  ) {
     this.prompts = new PromptStore(database.db)
     this.labels = new PromptLabelStore(database.db)
     this.profiles = new ProfileStore(database.db)
@@ -39,6 +45,7 @@ export class Store {
     this.usage = new UsageReports(database.db, raw)
     this.webhooks = new WebhookStore(database.db)
     this.responseCache = new ResponseCacheStore(database.db)
+    this.files = new FileStore(database.db, filesDir)
     this.ledger = new RunLedger(database.db, this.events, this.webhooks)
   }
 
@@ -68,7 +75,7 @@ export class Store {
 }
 
 /** Opens the database at `url`, applies pending migrations, and returns its store. */
-export async function openStore(url: string): Promise<Store> {
+export async function openStore(url: string, filesDir: string | null = null): Promise<Store> {
   const database = await openDatabase(url)
   try {
     await migrate(database)
@@ -76,5 +83,5 @@ export async function openStore(url: string): Promise<Store> {
     await database.close()
     throw err
   }
-  return new Store(database)
+  return new Store(database, filesDir)
 }

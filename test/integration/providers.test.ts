@@ -22,6 +22,7 @@ function request(server: FakeVendorServer, text: string, settings = mergeSetting
     credential: new Credential('PROFILE_ENV', 'TEST_KEY', KEY),
     promptCacheKey: null,
     outputSchema: null,
+    files: new Map(),
   }
 }
 

@@ -204,6 +204,7 @@ describe.each(providers)('records written by the store read back the same (%s)',
       position: 1,
       role: 'assistant' as const,
       content: 'hi',
+      parts: [{ type: 'IMAGE' as const, fileId: 'f-1', mediaType: 'image/png', sha256: 'ab', detail: 'LOW' as const }],
       toolCalls: [{ callId: 'call_1', name: 'lookup', arguments: '{"q":"hi"}' }],
       toolCallId: null,
       runId: 'run-1',
@@ -226,7 +227,7 @@ describe.each(providers)('records written by the store read back the same (%s)',
     expect(await store.ledger.finish({ run, entry: ended, messages: [message], events: [finished], earlier: [token(451)] })).toBe(true)
     expect(await store.runs.find('t', 'run-1')).toEqual(run)
     expect(await store.entries.find('t', 's', 'q-1')).toEqual(ended)
-    expect(await store.sessions.messages('t', 's')).toMatchObject([{ id: 'm-1', content: 'hi', runId: 'run-1' }])
+    expect(await store.sessions.messages('t', 's')).toEqual([message])
     expect(await store.events.forRun('t', 'run-1', 450, 10)).toEqual([token(451), finished])
     // a second end (a reaper racing the owner) writes nothing of itself, only the earlier events
     const again = { ...run, status: 'FAILED' as const, terminalReason: 'STALE' as const }
@@ -311,6 +312,7 @@ describe.each(providers)('records written by the store read back the same (%s)',
               position: 10 + i,
               role: 'assistant',
               content: id,
+              parts: [],
               toolCalls: [],
               toolCallId: null,
               runId: `run-${id}`,
