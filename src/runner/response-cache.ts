@@ -2,7 +2,8 @@ import type { RunCache, RunRecord, RunRequest } from '../domain/records.js'
 import { usageOf } from '../domain/records.js'
 import { type CachedAnswer, mergeResponseCache, responseCacheKey } from '../domain/response-cache.js'
 import type { ResponseCacheStore } from '../store/response-cache-store.js'
-import type { PreparedPrompt } from './prepare.js'
+import type { AdmittedPrompt, PreparedPrompt } from './prepare.js'
+import type { RunEnding, RunRecorder } from './run-recorder.js'
 
 export interface ResponseCacheDeps {
   store: Pick<ResponseCacheStore, 'find' | 'put'>
@@ -84,7 +85,7 @@ export class RunResponseCache {
 }
 
 /** A hit, on its run: the source's answer with no usage and no cost of its own. */
-export function answerFromCache(run: RunRecord, hit: CachedAnswer): void {
+function answerFromCache(run: RunRecord, hit: CachedAnswer): void {
   Object.assign(run, {
     output: hit.output,
     parsedOutput: hit.parsedOutput,
@@ -95,4 +96,14 @@ export function answerFromCache(run: RunRecord, hit: CachedAnswer): void {
     costUsd: 0,
     priceTable: null,
   } satisfies Partial<RunRecord>)
+}
+
+/** A response-cache hit as a run's end: the source's answer, streamed to subscribers as one ordinary token event. */
+export function replayHit(recorder: RunRecorder, hit: CachedAnswer, turn: AdmittedPrompt['turn']): Omit<RunEnding, 'unappliedSteerIds'> {
+  const { run } = recorder
+  run.firstTokenAt = new Date().toISOString()
+  if (hit.output !== '') recorder.publish({ type: 'TOKEN_DELTA', text: hit.output, attempt: 0, candidate: null })
+  answerFromCache(run, hit)
+  const transcript = [...turn, { role: 'assistant' as const, content: hit.output }]
+  return { status: 'COMPLETED', terminalReason: 'COMPLETED', errorCode: null, errorMessage: null, transcript, history: 'ALL' }
 }

@@ -3,7 +3,6 @@ import type { Backend } from '../domain/catalog.js'
 import { fileIdsIn } from '../domain/content-parts.js'
 import { PromptlineError, ToolTimeoutError } from '../domain/errors.js'
 import type { QueueEntryRecord, RunRecord, TerminalReason } from '../domain/records.js'
-import type { CachedAnswer } from '../domain/response-cache.js'
 import { inRunSpan } from '../domain/tracing.js'
 import { type FileBytes, NO_FILES } from '../providers/content-parts.js'
 import type { ModelClient } from '../providers/model-client.js'
@@ -12,7 +11,7 @@ import { ModelCaller } from './model-caller.js'
 import { alternativeOf, type Branch, type BranchFactory, runParallel } from './parallel.js'
 import type { AdmittedPrompt, Candidate, PromptPreparer } from './prepare.js'
 import type { RecordJournal } from './record-journal.js'
-import { answerFromCache, type ResponseCacheDeps, RunResponseCache } from './response-cache.js'
+import { type ResponseCacheDeps, RunResponseCache, replayHit } from './response-cache.js'
 import { carriedOf, follow, recordFinish, tally } from './run-accounting.js'
 import { type RunEnding, RunRecorder, type RunRecorderDeps, type Stall } from './run-recorder.js'
 import { SteerInbox } from './steer-inbox.js'
@@ -319,16 +318,6 @@ export class RunExecutor {
       releaseLeases()
     }
   }
-}
-
-/** A response-cache hit as a run's end: the source's answer, streamed to subscribers as one ordinary token event. */
-function replayHit(recorder: RunRecorder, hit: CachedAnswer, turn: AdmittedPrompt['turn']): Omit<RunEnding, 'unappliedSteerIds'> {
-  const { run } = recorder
-  run.firstTokenAt = now()
-  if (hit.output !== '') recorder.publish({ type: 'TOKEN_DELTA', text: hit.output, attempt: 0, candidate: null })
-  answerFromCache(run, hit)
-  const transcript = [...turn, { role: 'assistant' as const, content: hit.output }]
-  return { status: 'COMPLETED', terminalReason: 'COMPLETED', errorCode: null, errorMessage: null, transcript, history: 'ALL' }
 }
 
 /** The candidates a run goes on with: the parallel chain of the profile that answered (a resumed run), else the profile's. */
