@@ -3,14 +3,12 @@ import { mkdtempSync, readdirSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { FakeVendorServer } from '../fixtures/fake-vendor.js'
+import type { FakeVendorServer } from '../fixtures/fake-vendor.js'
 import { RunEventsDocument, RunForAnswerDocument, type RunForAnswerMutationVariables } from '../generated/graphql.js'
-import { catalogDir } from '../helpers/catalog-dir.js'
+import { startWithFakeVendors, type VendorTestServer } from '../helpers/fake-vendors.js'
 import { createSession } from '../helpers/flow.js'
-import { startTestServer, type TestServer } from '../helpers/server.js'
+import type { TestServer } from '../helpers/server.js'
 
-const OA_KEY = 'sk-openai-parts-0123'
-const AN_KEY = 'sk-ant-parts-4567'
 // the 8-byte PNG signature and a little more: the fakes never decode it
 const PNG = Buffer.from('89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c489', 'hex')
 const PDF = Buffer.from('%PDF-1.4\n1 0 obj << >> endobj\ntrailer << >>\n%%EOF\n')
@@ -23,15 +21,8 @@ async function upload(t: TestServer, bytes: Buffer, mediaType: string) {
   return { status: response.status, body: (await response.json()) as Record<string, any> }
 }
 
-function catalog(openai: FakeVendorServer, anthropic: FakeVendorServer) {
-  return catalogDir({
-    'catalog.yaml': `
-backends:
-  - { id: fake, kind: FAKE }
-  - { id: oa, kind: OPENAI, baseUrl: "${openai.baseUrl}", credentialEnv: OA_KEY }
-  - { id: an, kind: ANTHROPIC, baseUrl: "${anthropic.baseUrl}", credentialEnv: AN_KEY }
+const CATALOG = `
 profiles:
-  - { id: fake-echo, backendId: fake, model: echo }
   - { id: gpt, backendId: oa, model: gpt-4o }
   - { id: sonnet, backendId: an, model: claude-sonnet-4-5 }
 prompts:
@@ -40,9 +31,7 @@ prompts:
       - role: user
         content: "Describe {{subject}}."
         parts: [{ type: IMAGE, variable: photo, detail: LOW }]
-`,
-  })
-}
+`
 
 // Images and files in messages: uploaded once (POST /files), named by id, sent to each vendor in
 // its own format, refused at admission where a backend cannot take them.
@@ -50,22 +39,13 @@ describe('content parts and files', () => {
   let openai: FakeVendorServer
   let anthropic: FakeVendorServer
   let t: TestServer
+  let vendors: VendorTestServer
   const logLines: string[] = []
   beforeAll(async () => {
-    openai = await FakeVendorServer.start('openai')
-    anthropic = await FakeVendorServer.start('anthropic')
-    t = await startTestServer({
-      provider: 'sqlite',
-      app: { catalogDir: catalog(openai, anthropic), files: { maxFileBytes: 64 * 1024 } },
-      secrets: { OA_KEY, AN_KEY },
-      logLines,
-    })
+    vendors = await startWithFakeVendors(CATALOG, { app: { files: { maxFileBytes: 64 * 1024 } }, logLines })
+    ;({ t, openai, anthropic } = vendors)
   })
-  afterAll(async () => {
-    await t?.stop({ dropDatabase: true })
-    await openai?.close()
-    await anthropic?.close()
-  })
+  afterAll(() => vendors?.stop())
 
   async function answer(input: RunForAnswerMutationVariables['input']) {
     const { data } = await t.request(RunForAnswerDocument, { input })
@@ -194,24 +174,15 @@ describe('content parts and files', () => {
 })
 
 describe('files kept in PROMPTLINE_FILES_DIR', () => {
-  let openai: FakeVendorServer
   let anthropic: FakeVendorServer
   let t: TestServer
+  let vendors: VendorTestServer
   const dir = mkdtempSync(path.join(tmpdir(), 'promptline-files-'))
   beforeAll(async () => {
-    openai = await FakeVendorServer.start('openai')
-    anthropic = await FakeVendorServer.start('anthropic')
-    t = await startTestServer({
-      provider: 'sqlite',
-      app: { catalogDir: catalog(openai, anthropic), files: { dir, maxFileBytes: 1024 } },
-      secrets: { OA_KEY, AN_KEY },
-    })
+    vendors = await startWithFakeVendors(CATALOG, { app: { files: { dir, maxFileBytes: 1024 } } })
+    ;({ t, anthropic } = vendors)
   })
-  afterAll(async () => {
-    await t?.stop({ dropDatabase: true })
-    await openai?.close()
-    await anthropic?.close()
-  })
+  afterAll(() => vendors?.stop())
 
   it('writes the bytes to the directory, sends them from there, and keeps nothing of an upload over the cap', async () => {
     const { body } = await upload(t, PNG, 'image/png')

@@ -1,12 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { FakeVendorServer } from '../fixtures/fake-vendor.js'
+import type { FakeVendorServer } from '../fixtures/fake-vendor.js'
 import { RunPromptDocument, type RunPromptMutationVariables } from '../generated/graphql.js'
-import { catalogDir } from '../helpers/catalog-dir.js'
+import { startWithFakeVendors, type VendorTestServer } from '../helpers/fake-vendors.js'
 import { createSession } from '../helpers/flow.js'
-import { startTestServer, type TestServer } from '../helpers/server.js'
-
-const OA_KEY = 'sk-openai-prompt-cache-0123'
-const AN_KEY = 'sk-ant-prompt-cache-4567'
+import type { TestServer } from '../helpers/server.js'
 
 // Prompt caching on request: the marks and keys each vendor takes, and the cache reads the
 // fake vendors (which keep prefixes as the real ones do) report on a session's second run.
@@ -14,17 +11,10 @@ describe('prompt caching on request', () => {
   let openai: FakeVendorServer
   let anthropic: FakeVendorServer
   let t: TestServer
+  let vendors: VendorTestServer
   beforeAll(async () => {
-    openai = await FakeVendorServer.start('openai')
-    anthropic = await FakeVendorServer.start('anthropic')
-    const catalog = catalogDir({
-      'catalog.yaml': `
-backends:
-  - { id: fake, kind: FAKE }
-  - { id: oa, kind: OPENAI, baseUrl: "${openai.baseUrl}", credentialEnv: OA_KEY }
-  - { id: an, kind: ANTHROPIC, baseUrl: "${anthropic.baseUrl}", credentialEnv: AN_KEY }
+    vendors = await startWithFakeVendors(`
 profiles:
-  - { id: fake-echo, backendId: fake, model: echo }
   - { id: gpt, backendId: oa, model: gpt-4o, settings: { promptCache: { mode: auto } } }
   - { id: gpt-hour, backendId: oa, model: gpt-4o, settings: { promptCache: { mode: AUTO, ttl: ONE_HOUR, key: PROMPT } } }
   - id: sonnet
@@ -37,15 +27,10 @@ prompts:
     messages:
       - { role: system, content: You are a patient tutor who answers in one short sentence. }
       - { role: user, content: "{{input}}" }
-`,
-    })
-    t = await startTestServer({ provider: 'sqlite', app: { catalogDir: catalog }, secrets: { OA_KEY, AN_KEY } })
+`)
+    ;({ t, openai, anthropic } = vendors)
   })
-  afterAll(async () => {
-    await t?.stop({ dropDatabase: true })
-    await openai?.close()
-    await anthropic?.close()
-  })
+  afterAll(() => vendors?.stop())
 
   async function run(input: RunPromptMutationVariables['input']) {
     const { data } = await t.request(RunPromptDocument, { input })

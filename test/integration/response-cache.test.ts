@@ -1,41 +1,30 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { FakeVendorServer } from '../fixtures/fake-vendor.js'
+import type { FakeVendorServer } from '../fixtures/fake-vendor.js'
 import { RunEventsDocument, RunForAnswerDocument, type RunForAnswerMutationVariables } from '../generated/graphql.js'
-import { catalogDir } from '../helpers/catalog-dir.js'
 import { providers } from '../helpers/databases.js'
+import { startWithFakeVendors, type VendorTestServer } from '../helpers/fake-vendors.js'
 import { createSession } from '../helpers/flow.js'
-import { startTestServer, type TestServer } from '../helpers/server.js'
-
-const OA_KEY = 'sk-openai-response-cache-0123'
+import type { TestServer } from '../helpers/server.js'
 
 // The exact response cache: a request equal in all that decides its answer gets the earlier
 // answer as a run of its own, free, and uncounted by budgets; a request may bypass it.
 describe.each(providers)('the exact response cache (%s)', (provider) => {
   let openai: FakeVendorServer
   let t: TestServer
+  let vendors: VendorTestServer
   let sessions = 0
   beforeAll(async () => {
-    openai = await FakeVendorServer.start('openai')
-    const catalog = catalogDir({
-      'catalog.yaml': `
-backends:
-  - { id: fake, kind: FAKE }
-  - { id: oa, kind: OPENAI, baseUrl: "${openai.baseUrl}", credentialEnv: OA_KEY }
+    const budgets = [{ tenantId: 'local', metric: 'tokens' as const, limit: 1_000, windowMs: 86_400_000 }]
+    vendors = await startWithFakeVendors(
+      `
 profiles:
-  - { id: fake-echo, backendId: fake, model: echo }
   - { id: gpt, backendId: oa, model: gpt-4o, cache: { mode: EXACT, ttlSeconds: 600 } }
 `,
-    })
-    t = await startTestServer({
-      provider,
-      app: { catalogDir: catalog, budgets: [{ tenantId: 'local', metric: 'tokens', limit: 1_000, windowMs: 86_400_000 }] },
-      secrets: { OA_KEY },
-    })
+      { provider, app: { budgets } },
+    )
+    ;({ t, openai } = vendors)
   })
-  afterAll(async () => {
-    await t?.stop({ dropDatabase: true })
-    await openai?.close()
-  })
+  afterAll(() => vendors?.stop())
 
   /** Runs in a fresh session, so equal inputs render equal messages. */
   async function run(input: Omit<RunForAnswerMutationVariables['input'], 'sessionId'>) {

@@ -1,12 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { FakeVendorServer } from '../fixtures/fake-vendor.js'
+import type { FakeVendorServer } from '../fixtures/fake-vendor.js'
 import { RunEventsDocument, RunForAnswerDocument, type RunForAnswerMutationVariables } from '../generated/graphql.js'
-import { catalogDir } from '../helpers/catalog-dir.js'
+import { startWithFakeVendors, type VendorTestServer } from '../helpers/fake-vendors.js'
 import { createSession } from '../helpers/flow.js'
-import { startTestServer, type TestServer } from '../helpers/server.js'
-
-const OA_KEY = 'sk-openai-restart-0123'
-const AN_KEY = 'sk-ant-restart-4567'
+import type { TestServer } from '../helpers/server.js'
 
 // A stream that breaks after its first tokens, or stalls: the profile's onStreamFailure decides
 // whether the run fails or starts again on its next candidate.
@@ -14,34 +11,22 @@ describe('a broken stream, handled on purpose', () => {
   let openai: FakeVendorServer
   let anthropic: FakeVendorServer
   let t: TestServer
+  let vendors: VendorTestServer
   let sessionId: string
   beforeAll(async () => {
-    openai = await FakeVendorServer.start('openai')
-    anthropic = await FakeVendorServer.start('anthropic')
-    const catalog = catalogDir({
-      'catalog.yaml': `
-backends:
-  - { id: fake, kind: FAKE }
-  - { id: oa, kind: OPENAI, baseUrl: "${openai.baseUrl}", credentialEnv: OA_KEY, retry: { maxAttempts: 1 } }
-  - { id: an, kind: ANTHROPIC, baseUrl: "${anthropic.baseUrl}", credentialEnv: AN_KEY }
+    vendors = await startWithFakeVendors(`
 profiles:
-  - { id: fake-echo, backendId: fake, model: echo }
   - { id: backup, backendId: an, model: claude-sonnet-4-5 }
   - { id: restarting, backendId: oa, model: gpt-4o, onStreamFailure: RESTART, candidates: [backup] }
   - { id: failing, backendId: oa, model: gpt-4o, candidates: [backup] }
   - { id: impatient, backendId: oa, model: gpt-4o, settings: { firstTokenTimeoutMs: 200 } }
   - { id: impatient-restarting, backendId: oa, model: gpt-4o, onStreamFailure: restart, settings: { firstTokenTimeoutMs: 200 }, candidates: [backup] }
   - { id: idle-restarting, backendId: oa, model: gpt-4o, onStreamFailure: RESTART, settings: { streamIdleTimeoutMs: 200 }, candidates: [backup] }
-`,
-    })
-    t = await startTestServer({ provider: 'sqlite', app: { catalogDir: catalog }, secrets: { OA_KEY, AN_KEY } })
+`)
+    ;({ t, openai, anthropic } = vendors)
     sessionId = await createSession(t, 'restarts')
   })
-  afterAll(async () => {
-    await t?.stop({ dropDatabase: true })
-    await openai?.close()
-    await anthropic?.close()
-  })
+  afterAll(() => vendors?.stop())
 
   async function run(input: Omit<RunForAnswerMutationVariables['input'], 'sessionId'>) {
     const { data } = await t.request(RunForAnswerDocument, { input: { sessionId, ...input } })

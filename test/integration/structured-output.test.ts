@@ -1,12 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { FakeVendorServer } from '../fixtures/fake-vendor.js'
+import type { FakeVendorServer } from '../fixtures/fake-vendor.js'
 import { RunForAnswerDocument, type RunForAnswerMutationVariables } from '../generated/graphql.js'
-import { catalogDir } from '../helpers/catalog-dir.js'
+import { startWithFakeVendors, type VendorTestServer } from '../helpers/fake-vendors.js'
 import { createSession } from '../helpers/flow.js'
-import { startTestServer, type TestServer } from '../helpers/server.js'
-
-const OA_KEY = 'sk-openai-structured-0123'
-const AN_KEY = 'sk-ant-structured-4567'
+import type { TestServer } from '../helpers/server.js'
 
 const closed = '{ type: object, properties: { answer: { type: integer } }, required: [answer], additionalProperties: false }'
 // a lower bound: OpenAI's strict mode takes it, Anthropic's does not
@@ -21,20 +18,13 @@ describe('structured output, natively', () => {
   let openai: FakeVendorServer
   let anthropic: FakeVendorServer
   let t: TestServer
+  let vendors: VendorTestServer
   let sessionId: string
   beforeAll(async () => {
-    openai = await FakeVendorServer.start('openai')
-    anthropic = await FakeVendorServer.start('anthropic')
     const prompt = (id: string, schema: string, enforcement = 'AUTO') =>
       `  - { id: ${id}, maxRepairs: 1, messages: [{ role: user, content: "{{input}}" }], output: { kind: JSON_SCHEMA, enforcement: ${enforcement}, schema: ${schema} } }`
-    const catalog = catalogDir({
-      'catalog.yaml': `
-backends:
-  - { id: fake, kind: FAKE }
-  - { id: oa, kind: OPENAI, baseUrl: "${openai.baseUrl}", credentialEnv: OA_KEY }
-  - { id: an, kind: ANTHROPIC, baseUrl: "${anthropic.baseUrl}", credentialEnv: AN_KEY }
+    vendors = await startWithFakeVendors(`
 profiles:
-  - { id: fake-echo, backendId: fake, model: echo }
   - { id: gpt, backendId: oa, model: gpt-4o }
   - { id: sonnet, backendId: an, model: claude-sonnet-4-5 }
 prompts:
@@ -42,16 +32,11 @@ ${prompt('closed', closed)}
 ${prompt('bounded', bounded)}
 ${prompt('open-native', open, 'NATIVE')}
 ${prompt('closed-validate', closed, 'VALIDATE')}
-`,
-    })
-    t = await startTestServer({ provider: 'sqlite', app: { catalogDir: catalog }, secrets: { OA_KEY, AN_KEY } })
+`)
+    ;({ t, openai, anthropic } = vendors)
     sessionId = await createSession(t, 'structured')
   })
-  afterAll(async () => {
-    await t?.stop({ dropDatabase: true })
-    await openai?.close()
-    await anthropic?.close()
-  })
+  afterAll(() => vendors?.stop())
 
   async function answer(input: Omit<RunForAnswerMutationVariables['input'], 'sessionId'>) {
     const { data } = await t.request(RunForAnswerDocument, { input: { sessionId, ...input } })
