@@ -1,6 +1,6 @@
 import type { Backend, CatalogReader, Profile, Prompt } from '../domain/catalog.js'
 import type { ContentPart } from '../domain/content-parts.js'
-import { type Credential, credentialEnvAllowed, endpointAllowed, resolveCredential, type SecretLookup } from '../domain/credentials.js'
+import { credentialEnvAllowed, endpointAllowed, type SecretLookup } from '../domain/credentials.js'
 import type { OutputContract, SettingsLayer } from '../domain/definitions.js'
 import {
   CredentialsError,
@@ -13,12 +13,13 @@ import {
 import { hashValue } from '../domain/hash.js'
 import { compileOutputSchema } from '../domain/output-schema.js'
 import type { ChatMessage, RunRequest } from '../domain/records.js'
-import { type EffectiveSettings, mergeSettings, promptCacheKey } from '../domain/settings.js'
+import { promptCacheKey } from '../domain/settings.js'
 import { renderTemplates } from '../domain/template.js'
 import { mergeTooling, pairedHistory, type ToolCall, type Tooling, type ToolLayer, toolLayerOf, undeclaredChoice } from '../domain/tools.js'
 import { unsupportedSetting } from '../providers/capabilities.js'
 import { type OutputEnforcementPlan, outputEnforcementFor } from '../providers/structured-output.js'
 import { admitParts as checkedParts, type FileLookup, renderParts, withRequestParts } from './message-parts.js'
+import { type ProfileTarget, profileTarget } from './profile-target.js'
 import { includedText, NO_INCLUDES, type ResolvedIncludes, resolveIncludes } from './prompt-includes.js'
 import { choosePrompt } from './prompt-ref.js'
 
@@ -41,40 +42,6 @@ function toChatMessage(m: StoredMessage): ChatMessage {
   if (m.toolCalls.length > 0) message.toolCalls = m.toolCalls
   if (m.toolCallId !== null) message.toolCallId = m.toolCallId
   return message
-}
-
-/** Where and how a profile sends its requests. */
-export interface ProfileTarget {
-  model: string
-  endpoint: string | null
-  settings: EffectiveSettings
-  credential: Credential
-}
-
-/** Steps 5 and 6 for one profile: settings defaults < backend < profile < request, and the credential. */
-export function profileTarget(
-  profile: Profile,
-  backend: Backend,
-  overrides: SettingsLayer | null,
-  requestEnv: string | null,
-  secrets: SecretLookup,
-): ProfileTarget {
-  return {
-    model: profile.model,
-    endpoint: profile.endpoint ?? backend.baseUrl ?? null,
-    settings: mergeSettings(backend.settings, profile.settings, overrides),
-    credential: resolveCredential(
-      {
-        directKey: profile.apiKey,
-        requestEnv,
-        profileEnv: profile.credentialEnv,
-        // a profile sending elsewhere than its backend never carries the backend's key there
-        backendEnv: profile.endpoint == null || profile.endpoint === backend.baseUrl ? backend.credentialEnv : null,
-        required: backend.kind !== 'FAKE',
-      },
-      secrets,
-    ),
-  }
 }
 
 /** One profile a run may use: the requested one first, then its failover candidates. */

@@ -9,7 +9,7 @@ import { type PromptDiff, promptDiff } from '../domain/prompt-diff.js'
 import { labelMoveSchema, type PromptLabel, type PromptLabelMove } from '../domain/prompt-labels.js'
 import { templateIncludes } from '../domain/template.js'
 import type { CatalogEvents } from '../events/catalog-events.js'
-import { type ProfileTarget, profileTarget } from '../runner/prepare.js'
+import { type ProfileTarget, profileTarget } from '../runner/profile-target.js'
 import { resolveIncludes } from '../runner/prompt-includes.js'
 
 export interface ProfileInspection extends ProfileTarget {
