@@ -2,7 +2,7 @@ import type { CapacityPools, Release } from '../capacity/capacity-pool.js'
 import type { Backend } from '../domain/catalog.js'
 import { fileIdsIn } from '../domain/content-parts.js'
 import { PromptlineError, ToolTimeoutError } from '../domain/errors.js'
-import type { QueueEntryRecord, RunRecord, TerminalReason } from '../domain/records.js'
+import type { QueueEntryRecord, RunRecord } from '../domain/records.js'
 import { inRunSpan } from '../domain/tracing.js'
 import { type FileBytes, NO_FILES } from '../providers/content-parts.js'
 import type { ModelClient } from '../providers/model-client.js'
@@ -13,27 +13,12 @@ import type { AdmittedPrompt, Candidate, PromptPreparer } from './prepare.js'
 import type { RecordJournal } from './record-journal.js'
 import { type ResponseCacheDeps, RunResponseCache, replayHit } from './response-cache.js'
 import { carriedOf, follow, recordFinish, tally } from './run-accounting.js'
-import { type RunEnding, RunRecorder, type RunRecorderDeps, type Stall } from './run-recorder.js'
+import { type RunEnding, RunRecorder, type RunRecorderDeps } from './run-recorder.js'
+import { RunStop, STALLS } from './run-stop.js'
 import { SteerInbox } from './steer-inbox.js'
 import { type CoalescerPacing, TokenCoalescer } from './token-coalescer.js'
 import { answerThroughRounds } from './tool-loop.js'
 import { type SubmittedResult, ToolRounds } from './tool-rounds.js'
-
-/** Why a run was stopped from outside; the abort signal's reason. */
-export class RunStop {
-  constructor(
-    readonly reason: Extract<TerminalReason, 'ABORTED' | 'CANCELLED' | 'SUPERSEDED' | 'SHUTDOWN' | 'STALE' | 'NO_PROGRESS'>,
-    readonly message: string,
-    /** A superseding INTERRUPT keeps the stopped run's turn in the history, marked interrupted. */
-    readonly keepTurn = false,
-    readonly errorCode = 'CANCELLED',
-  ) {}
-}
-
-const STALLS: Record<Stall, RunStop> = {
-  STALE: new RunStop('STALE', 'the run was ended by the reaper: its heartbeat was not written in time', false, 'INTERNAL'),
-  NO_PROGRESS: new RunStop('NO_PROGRESS', 'the run made no progress (no token, steer or repair) for too long', false, 'GENERATION'),
-}
 
 /** A run started by `RunExecutor.start`: the queue reads it, stops it, steers it and awaits its end. */
 export interface RunHandle {
