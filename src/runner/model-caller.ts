@@ -1,6 +1,6 @@
 import type { CapacityPools, Release } from '../capacity/capacity-pool.js'
 import type { Backend } from '../domain/catalog.js'
-import { CredentialsError, GenerationError, PromptlineError } from '../domain/errors.js'
+import { CredentialsError, GenerationError, PromptlineError, StreamTimeoutError } from '../domain/errors.js'
 import { addUsage, type ChatMessage, type FailoverAttempt, type Finish, type Reasoning, type Usage, usageOf } from '../domain/records.js'
 import { sleep } from '../domain/sleep.js'
 import type { ToolCall } from '../domain/tools.js'
@@ -139,9 +139,9 @@ export class ModelCaller {
           this.record(candidate, 'FAILED', failure.reason, duration, attempt)
           if (streamed.deltas > 0) {
             this.charge(candidate, usageOf({ outputTokens: streamed.deltas }))
-            throw new GenerationError(
-              `${failure.message} after ${streamed.deltas} tokens had been streamed; not retried, so no text is repeated`,
-            )
+            // a stall keeps its own code, so a client can tell it from a broken stream
+            const Failure = failure.reason === 'STREAM_TIMEOUT' ? StreamTimeoutError : GenerationError
+            throw new Failure(`${failure.message} after ${streamed.deltas} tokens had been streamed; not retried, so no text is repeated`)
           }
           if (failure.kind === 'FATAL') throw error instanceof PromptlineError ? error : new GenerationError(failure.message)
           lastError = failure

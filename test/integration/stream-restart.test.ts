@@ -21,6 +21,7 @@ profiles:
   - { id: failing, backendId: oa, model: gpt-4o, candidates: [backup] }
   - { id: impatient, backendId: oa, model: gpt-4o, settings: { firstTokenTimeoutMs: 200 } }
   - { id: impatient-restarting, backendId: oa, model: gpt-4o, onStreamFailure: restart, settings: { firstTokenTimeoutMs: 200 }, candidates: [backup] }
+  - { id: idle-failing, backendId: oa, model: gpt-4o, settings: { streamIdleTimeoutMs: 200 } }
   - { id: idle-restarting, backendId: oa, model: gpt-4o, onStreamFailure: RESTART, settings: { streamIdleTimeoutMs: 200 }, candidates: [backup] }
 `)
     ;({ t, openai, anthropic } = vendors)
@@ -101,6 +102,15 @@ profiles:
     const done = await run({ profileId: 'impatient-restarting', input: 'tell me' })
     expect(done).toMatchObject({ status: 'COMPLETED', output: 'from backup' })
     expect(done.failoverAttempts[0]).toMatchObject({ outcome: 'STREAM_INTERRUPTED', errorCode: 'STREAM_TIMEOUT' })
+  })
+
+  it('with FAIL, ends a stream that falls silent for streamIdleTimeoutMs with STREAM_TIMEOUT, keeping its text', async () => {
+    openai.script({ tokens: ['slow ', 'start ', 'never'], stallAfter: 2 })
+    const failed = await run({ profileId: 'idle-failing', input: 'tell me' })
+    expect(failed).toMatchObject({ status: 'FAILED', errorCode: 'STREAM_TIMEOUT', output: 'slow start ' })
+    expect(failed.errorMessage).toBe(
+      'the stream was silent for 200 ms (streamIdleTimeoutMs) after 2 tokens had been streamed; not retried, so no text is repeated',
+    )
   })
 
   it('with RESTART, moves on from a stream that falls silent for streamIdleTimeoutMs', async () => {
