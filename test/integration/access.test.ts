@@ -48,6 +48,29 @@ describe.each(providers)('API keys and tenants (%s)', (provider) => {
       body: JSON.stringify({ query: print(ProfilesDocument) }),
     })
 
+  it("takes an upload only from a key that may write, and keeps the file in that key's tenant", async () => {
+    const upload = (authorization?: string) => {
+      const form = new FormData()
+      form.append('file', new Blob([new Uint8Array([0x89, 0x50, 0x4e, 0x47])], { type: 'image/png' }), 'a.png')
+      return t.app.yoga.fetch('http://promptline.test/files', {
+        method: 'POST',
+        headers: authorization ? { authorization } : {},
+        body: form,
+      })
+    }
+    const anonymous = await upload()
+    expect(anonymous.status).toBe(401)
+    expect((await anonymous.json()).error.code).toBe('UNAUTHENTICATED')
+    const read = await upload(`Bearer ${ACME_READ}`)
+    expect(read.status).toBe(403)
+    expect((await read.json()).error.code).toBe('FORBIDDEN')
+    const written = await upload(`Bearer ${ACME_WRITE}`)
+    expect(written.status).toBe(201)
+    const { fileId } = await written.json()
+    expect(await t.app.store.files.find('acme', fileId, new Date())).toMatchObject({ id: fileId, mediaType: 'image/png', bytes: 4 })
+    expect(await t.app.store.files.find('globex', fileId, new Date())).toBeNull()
+  })
+
   it('answers HTTP without a valid key with 401 UNAUTHENTICATED, and with one as its tenant', async () => {
     for (const authorization of [undefined, 'Bearer not-a-key-at-all-0000', `Basic ${ACME_ADMIN}`]) {
       const response = await http(authorization)
