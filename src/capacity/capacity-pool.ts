@@ -133,20 +133,20 @@ export class CapacityPool {
     return this.leases.wait(signal)
   }
 
-  /** A permit for one model call, FIFO, after any pause the vendor asked for. */
+  /**
+   * A permit for one model call, FIFO, after any pause the vendor asked for. The pause is waited
+   * out holding no permit, so calls of other runs are never queued behind a sleeper; a pause that
+   * began while this call waited in line sends it back to wait it out.
+   */
   async permit(signal: AbortSignal): Promise<Release> {
     signal.throwIfAborted()
-    const release = this.permits.tryTake() ?? (await this.permits.wait(signal))
-    const pause = this.pausedUntil - Date.now()
-    if (pause > 0) {
-      try {
-        await sleep(pause, signal)
-      } catch (error) {
-        release()
-        throw error
-      }
+    for (;;) {
+      const pause = this.pausedUntil - Date.now()
+      if (pause > 0) await sleep(pause, signal)
+      const release = this.permits.tryTake() ?? (await this.permits.wait(signal))
+      if (this.pausedUntil <= Date.now()) return release
+      release()
     }
-    return release
   }
 
   /** A call succeeded: grow the limit by one if it is what holds calls back. */

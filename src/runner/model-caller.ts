@@ -103,6 +103,7 @@ export class ModelCaller {
       const pool = this.deps.capacity.get(candidate.backend)
       const retry = { ...DEFAULT_RETRY, ...candidate.backend.retry }
       for (let attempt = 1; attempt <= retry.maxAttempts; attempt++) {
+        let backoffMs = 0
         const release = await pool.permit(signal)
         this.calls.opened()
         const started = performance.now()
@@ -146,16 +147,17 @@ export class ModelCaller {
           if (failure.kind === 'FATAL') throw error instanceof PromptlineError ? error : new GenerationError(failure.message)
           lastError = failure
           if (failure.kind !== 'RETRYABLE' || attempt === retry.maxAttempts) break
-          const backoff = Math.min(retry.maxDelayMs, retry.baseDelayMs * 2 ** (attempt - 1)) * (0.8 + Math.random() * 0.4)
           // a vendor that asks for a longer wait than we allow is left for the next candidate
           if (failure.retryAfterMs !== null && failure.retryAfterMs > retry.maxDelayMs) break
-          span.end(outcome) // the backoff is no part of the call
-          await sleep(failure.retryAfterMs ?? backoff, signal)
+          const backoff = Math.min(retry.maxDelayMs, retry.baseDelayMs * 2 ** (attempt - 1)) * (0.8 + Math.random() * 0.4)
+          backoffMs = failure.retryAfterMs ?? backoff
         } finally {
           span.end(outcome)
           release()
           this.calls.closed()
         }
+        // the permit is back in the pool while this run waits: other runs call meanwhile
+        await sleep(backoffMs, signal)
       }
     }
     throw this.exhausted(lastError)

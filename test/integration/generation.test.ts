@@ -44,6 +44,7 @@ backends:
     retry: ${retry}
     prices: { claude-test: { inputPerMillion: 3, outputPerMillion: 15 } }
   - { id: oa-serial, kind: OPENAI, baseUrl: "${openai.baseUrl}", credentialEnv: OA_KEY, capacity: { maxActive: 1 } }
+  - { id: oa-serial-patient, kind: OPENAI, baseUrl: "${openai.baseUrl}", credentialEnv: OA_KEY, capacity: { maxActive: 1 }, retry: { maxAttempts: 2, baseDelayMs: 60000, maxDelayMs: 60000 } }
   - { id: oa-adaptive, kind: OPENAI, baseUrl: "${openai.baseUrl}", credentialEnv: OA_KEY, retry: ${retry}, capacity: { maxActive: 8 } }
   - { id: an-adaptive, kind: ANTHROPIC, baseUrl: "${anthropic.baseUrl}", credentialEnv: AN_KEY, retry: ${retry}, capacity: { maxActive: 8 } }
   - { id: oa-tight, kind: OPENAI, baseUrl: "${openai.baseUrl}", credentialEnv: OA_KEY, capacity: { maxAccepted: 1, maxWaiting: 1 } }
@@ -57,6 +58,7 @@ profiles:
   - { id: all-keyless, backendId: oa, model: gpt-test, credentialEnv: MISSING_KEY, candidates: [keyless-too] }
   - { id: serial, backendId: oa-serial, model: gpt-test }
   - { id: tight, backendId: oa-tight, model: gpt-test }
+  - { id: patient, backendId: oa-serial-patient, model: gpt-test }
   - { id: adaptive, backendId: oa-adaptive, model: gpt-test }
   - { id: an-adaptive, backendId: an-adaptive, model: claude-test }
   - { id: an-second, backendId: an, model: claude-second }
@@ -260,6 +262,23 @@ describe.each(providers)('generation with real vendor clients (%s)', (provider) 
     } finally {
       openai.defaults = {}
     }
+  })
+
+  it("lets another run's call start on a backend with maxActive 1 while a run backs off after a 500", async () => {
+    openai.script({ status: 500 })
+    const [a, b] = [await createSession(t, 'backoff-a'), await createSession(t, 'backoff-b')]
+    const arrived = openai.nextRequest()
+    const backingOff = await enqueue(t, { sessionId: a, input: 'answered 500 first', profileId: 'patient' })
+    const failed = await arrived
+    await failed.closed
+    // the retry waits about a minute: the other run must not wait behind it
+    const other = await enqueue(t, { sessionId: b, input: 'called meanwhile', profileId: 'patient' })
+    expect(await waitForEntry(t, b, other.queueId, ['COMPLETED', 'FAILED'])).toMatchObject({ status: 'COMPLETED' })
+    const live = await waitForEntry(t, a, backingOff.queueId, ['RUNNING'])
+    const sentForA = openai.requests.filter((r) => r.body.messages.at(-1).content === 'answered 500 first')
+    expect(sentForA).toEqual([failed])
+    await t.request(AbortRunDocument, { runId: live.runId! })
+    expect(await waitForEntry(t, a, backingOff.queueId, ['CANCELLED', 'FAILED'])).toMatchObject({ status: 'CANCELLED' })
   })
 
   it('makes runs wait for a lease in line, fails the overflow with CAPACITY at once, and lets a waiter leave', async () => {

@@ -74,7 +74,7 @@ describe('the adaptive call limit of a backend', () => {
     for (const release of [a, b, c]) release!()
   })
 
-  it("holds new calls until the vendor's retry-after has passed, and an abort leaves the wait", async () => {
+  it("holds new calls until the vendor's retry-after has passed, holding no permit meanwhile, and an abort leaves the wait", async () => {
     vi.useFakeTimers()
     const pool = new CapacityPool('b', { maxAccepted: 100, maxActive: 10, maxWaiting: 100 }, recordingLogger().logger)
     const [held] = await take(pool, 1)
@@ -90,6 +90,7 @@ describe('the adaptive call limit of a backend', () => {
     const aborted = pool.permit(leaving.signal).catch((error: unknown) => error)
     await vi.advanceTimersByTimeAsync(1900)
     expect(granted).toBe(false)
+    expect(pool.snapshot()).toMatchObject({ active: 0 })
     leaving.abort(new Error('gone'))
     expect(await aborted).toMatchObject({ message: 'gone' })
     await vi.advanceTimersByTimeAsync(200)
