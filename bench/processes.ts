@@ -53,13 +53,7 @@ export class PromptlineProcess {
     if (profile) mkdirSync(PROFILE_DIR, { recursive: true })
     const { child, match } = await startChild(
       process.execPath,
-      [
-        ...NODE_FLAGS,
-        '--import',
-        './bench/count-sql.mjs',
-        ...(profile ? ['--cpu-prof', '--cpu-prof-dir', PROFILE_DIR] : []),
-        'dist/main.js',
-      ],
+      [...NODE_FLAGS, '--import', './bench/count-sql.mjs', ...(profile ? ['--import', './bench/cpu-profiler.mjs'] : []), 'dist/main.js'],
       {
         DATABASE_URL: `file:${path.join(dir, 'bench.db')}`,
         PORT: '0',
@@ -92,6 +86,28 @@ export class PromptlineProcess {
     return new Promise((resolve) => {
       this.child.once('message', (m: { sql: number; writes: number }) => resolve(m))
       this.child.send('sql')
+    })
+  }
+
+  /** Starts the server's CPU profiler (a server started with `profile`). */
+  startProfile(): Promise<void> {
+    return this.ask({ type: 'profile-start' }, 'profile-started')
+  }
+
+  /** Stops it and has the server write the profile to `file`. */
+  stopProfile(file: string): Promise<void> {
+    return this.ask({ type: 'profile-stop', file }, 'profile-written')
+  }
+
+  private ask(message: object, answer: string): Promise<void> {
+    return new Promise((resolve) => {
+      const onMessage = (m: { type?: string }) => {
+        if (m?.type !== answer) return
+        this.child.off('message', onMessage)
+        resolve()
+      }
+      this.child.on('message', onMessage)
+      this.child.send(message)
     })
   }
 

@@ -3,7 +3,8 @@
 // shapes (bench/shapes.ts) beside the floor, at 0 and 5 ms per token and 1, 10 and 50 clients.
 // Prints the table (and a Markdown copy for the README), then the server's CPU over a minute with
 // no traffic after the first delay's load, and writes bench/results.json.
-// --profile writes a CPU profile of the server to bench/profiles/. BENCH_DELAYS, BENCH_CLIENTS
+// --profile writes CPU profiles of the server at each delay's busiest level to bench/profiles/ and
+// prints its busy CPU there by package. BENCH_DELAYS, BENCH_CLIENTS
 // and BENCH_SHAPES (comma lists) narrow the matrix; BENCH_NODE_FLAGS passes flags to the server's
 // node. No test asserts on these figures.
 import { execFileSync } from 'node:child_process'
@@ -12,6 +13,7 @@ import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { round } from './drive.js'
 import { PROFILE_DIR, PromptlineProcess, ROOT, startChild, stop } from './processes.js'
+import { busyByPackage, isDatabaseRuntime } from './profile-by-package.js'
 import { floorLevel, promptlineLevel, type Shape, type Workload } from './shapes.js'
 
 const TOKENS_PER_RUN = 200
@@ -23,6 +25,7 @@ const profile = process.argv.includes('--profile')
 const IDLE_WINDOW_MS = 60_000
 /** CPU over the first idle minute after the load (V8 still shrinking the heap the load grew), then over the next. */
 let idleCpuPercent: { afterLoad: number; settled: number } | null = null
+const profiles: ({ level: string } & ReturnType<typeof busyByPackage>)[] = []
 
 const prompt = (tokens: number) => Array.from({ length: tokens }, (_, i) => `t${i}`).join(' ')
 const workload = (clients: number, delayMs: number, tokens = TOKENS_PER_RUN): Workload => ({
@@ -32,12 +35,14 @@ const workload = (clients: number, delayMs: number, tokens = TOKENS_PER_RUN): Wo
   tokensPerRun: tokens,
 })
 
-/** Runs one promptline level and adds what the server spent on it. */
-async function measured(server: PromptlineProcess, shape: Shape, load: Workload, tag: string) {
+/** Runs one promptline level and adds what the server spent on it; `profileTo` writes its CPU profile there. */
+async function measured(server: PromptlineProcess, shape: Shape, load: Workload, tag: string, profileTo?: string) {
   const [cpuBefore, sqlBefore] = [server.cpuMs(), await server.sqlStatements()]
   let peakRss = server.rssMiB()
   const sampler = setInterval(() => (peakRss = Math.max(peakRss, server.rssMiB())), 50)
+  if (profileTo) await server.startProfile()
   const result = await promptlineLevel(server.url, shape, load, tag)
+  if (profileTo) await server.stopProfile(profileTo)
   clearInterval(sampler)
   const [cpuAfter, sqlAfter] = [server.cpuMs(), await server.sqlStatements()]
   return {
@@ -76,7 +81,11 @@ async function atDelay(delayMs: number) {
       const load = workload(clients, delayMs)
       const floor = await floorLevel(vendor.match[1]!, load)
       for (const shape of SHAPES) {
-        const ours = await measured(server, shape, load, `${shape}-${delayMs}-${clients}`)
+        // --profile: the busiest level of each delay, each shape
+        const profileTo =
+          profile && clients === Math.max(...CLIENTS) ? path.join(PROFILE_DIR, `${shape}-${delayMs}ms-${clients}.cpuprofile`) : undefined
+        const ours = await measured(server, shape, load, `${shape}-${delayMs}-${clients}`, profileTo)
+        if (profileTo) profiles.push({ level: `${delayMs} ms × ${clients} ${shape}`, ...busyByPackage(profileTo) })
         rows.push({
           msPerToken: delayMs,
           clients,
@@ -170,7 +179,12 @@ async function main() {
     `${JSON.stringify({ at: new Date().toISOString(), node: process.version, rows, tokenCounts, idleCpuPercent }, null, 2)}\n`,
   )
   console.log(`written to ${path.relative(process.cwd(), file)}`)
-  if (profile) console.log(`server CPU profile in ${path.relative(process.cwd(), PROFILE_DIR)}/ (open it in Chrome DevTools)`)
+  for (const { level, total, shares } of profiles) {
+    const runtime = Math.round(shares.filter((s) => isDatabaseRuntime(s.name)).reduce((a, s) => a + s.percent, 0) * 10) / 10
+    console.log(`\nthe server's busy CPU by package at ${level}: ${total} ms; Prisma's packages and the SQLite driver ${runtime} %\n`)
+    console.table(shares.slice(0, 15))
+  }
+  if (profile) console.log(`server CPU profiles in ${path.relative(process.cwd(), PROFILE_DIR)}/ (open them in Chrome DevTools)`)
 }
 
 main().catch((err) => {
