@@ -7,7 +7,7 @@ import { boundedJsonObject } from '../domain/json-bounds.js'
 import type { MessageRecord, QueueEntryView, SessionFork, SessionRecord, SessionStatus } from '../domain/records.js'
 import { type WebhookSigners, webhookUrlSchema } from '../domain/webhooks.js'
 import type { PromptQueue } from '../queue/prompt-queue.js'
-import { isUniqueViolation } from '../store/errors.js'
+import { UniqueViolation } from '../store/errors.js'
 import type { Totals } from '../store/run-store.js'
 import type { SessionMemory } from '../store/session-memory.js'
 import type { SessionCursor } from '../store/session-store.js'
@@ -109,7 +109,7 @@ export class SessionService {
       this.queue.created(tenantId, id, lease)
       return session
     } catch (error) {
-      if (isUniqueViolation(error)) throw InvalidRequestError.at(idField, `a session '${id}' already exists`)
+      if (error instanceof UniqueViolation) throw InvalidRequestError.at(idField, `a session '${id}' already exists`)
       throw error
     }
   }

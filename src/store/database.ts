@@ -1,15 +1,20 @@
-import { mkdirSync } from 'node:fs'
-import path from 'node:path'
 import type { PrismaClient } from '@db/client'
-import { SqliteLaneFactory } from './sqlite-lane.js'
+import { postgresSql, type Sql, sqliteSql } from './sql-dialects.js'
+import { SqliteConnection } from './sqlite-connection.js'
+import { SqliteAdapterFactory } from './sqlite-prisma-adapter.js'
 
 /** The Prisma client type the store is written against; see tsconfig.sqlite.json. */
 export type Db = PrismaClient
 export type Provider = 'sqlite' | 'postgresql'
 
-/** An open database; its owner calls `close()`. */
+/**
+ * An open database; its owner calls `close()`. Prisma's typed client serves everything off the
+ * run path; the run path's statements are Kysely's (`sql`), run on the driver with prepared
+ * statements kept: on SQLite, on the same connection as Prisma's, in the same lane.
+ */
 export interface Database {
   readonly db: Db
+  readonly sql: Sql
   readonly provider: Provider
   close(): Promise<void>
 }
@@ -22,24 +27,33 @@ function providerOf(url: string): Provider {
 
 export async function openDatabase(url: string): Promise<Database> {
   const provider = providerOf(url)
-  let db: Db
   if (provider === 'sqlite') {
-    const file = url.slice('file:'.length).split('?')[0]!
-    if (file !== ':memory:') mkdirSync(path.dirname(path.resolve(file)), { recursive: true })
-    const [{ PrismaClient }, { PrismaBetterSqlite3 }] = await Promise.all([
-      import('../generated/sqlite/client.js'),
-      import('@prisma/adapter-better-sqlite3'),
-    ])
-    db = new PrismaClient({ adapter: new SqliteLaneFactory(new PrismaBetterSqlite3({ url })) }) as unknown as Db
-    // WAL + NORMAL: ~5x the write rate of the default journal, still crash-safe for commits.
-    await db.$queryRawUnsafe('PRAGMA journal_mode=WAL')
-    await db.$executeRawUnsafe('PRAGMA synchronous=NORMAL')
-    await db.$executeRawUnsafe('PRAGMA busy_timeout=5000')
-    await db.$executeRawUnsafe('PRAGMA foreign_keys=ON')
-  } else {
-    const [{ PrismaClient }, { PrismaPg }] = await Promise.all([import('../generated/pg/client.js'), import('@prisma/adapter-pg')])
-    db = new PrismaClient({ adapter: new PrismaPg({ connectionString: url }) }) as unknown as Db
-    await db.$connect()
+    const connection = SqliteConnection.open(url)
+    const { PrismaClient } = await import('../generated/sqlite/client.js')
+    const db = new PrismaClient({ adapter: new SqliteAdapterFactory(connection) }) as unknown as Db
+    const sql = sqliteSql(connection)
+    return {
+      db,
+      sql,
+      provider,
+      async close() {
+        await db.$disconnect()
+        await sql.destroy()
+        // the lane's last statement has run once every caller above has been answered
+        await connection.lane.runExclusive(() => connection.close())
+      },
+    }
   }
-  return { db, provider, close: () => db.$disconnect() }
+  const [{ PrismaClient }, { PrismaPg }] = await Promise.all([import('../generated/pg/client.js'), import('@prisma/adapter-pg')])
+  const db = new PrismaClient({ adapter: new PrismaPg({ connectionString: url }) }) as unknown as Db
+  await db.$connect()
+  const sql = postgresSql(url)
+  return {
+    db,
+    sql,
+    provider,
+    async close() {
+      await Promise.all([db.$disconnect(), sql.destroy()])
+    },
+  }
 }

@@ -1,8 +1,8 @@
 import type { Prisma } from '@db/client'
-import { sql } from 'kysely'
 import type { SessionEvent } from '../domain/events.js'
 import type { Db } from './database.js'
-import type { RawExecutor, RawStatements } from './raw-statements.js'
+import { eventRow } from './run-path-rows.js'
+import type { Sql } from './sql-dialects.js'
 
 const select = {
   tenantId: true,
@@ -28,28 +28,17 @@ const toEvent = (row: Row): SessionEvent =>
 
 /**
  * The persisted event log of session streams. Its rows go in with one multi-row INSERT built by
- * Kysely: Prisma compiles a new plan for every `createMany` (it caches none), which cost 9× this
- * statement for ten rows and grows with the row count.
+ * Kysely and run on the driver (Prisma compiles a new plan for every `createMany`).
  */
 export class EventStore {
   constructor(
     private readonly db: Db,
-    private readonly raw: RawStatements,
+    private readonly sql: Sql,
   ) {}
 
-  /** Writes a batch in one statement, on `client` (an open transaction) when given. */
-  async append(events: readonly SessionEvent[], client: RawExecutor = this.db): Promise<void> {
-    if (events.length > 0) await this.insert(events, client)
-  }
-
-  /** The statement that writes a non-empty batch, unsent: for a batch transaction of Prisma's. */
-  insert(events: readonly SessionEvent[], client: RawExecutor = this.db): Prisma.PrismaPromise<number> {
-    const postgres = this.raw.provider === 'postgresql'
-    const rows = events.map(({ tenantId, sessionId, sequence, runId, at, type, ...payload }) => {
-      const json = JSON.stringify(payload)
-      return { tenantId, sessionId, sequence, runId, type, at: new Date(at), payload: postgres ? sql`CAST(${json} AS jsonb)` : json }
-    })
-    return this.raw.execute(client, this.raw.query.insertInto('RunEvent').values(rows))
+  /** Writes a batch in one statement, in `on` (an open transaction) when given. */
+  async append(events: readonly SessionEvent[], on: Sql = this.sql): Promise<void> {
+    if (events.length > 0) await on.insertInto('RunEvent').values(events.map(eventRow)).execute()
   }
 
   /** Events of a session after `afterSequence`, in order, at most `limit`. */

@@ -1,7 +1,9 @@
 import type { Prisma } from '@db/client'
 import { type EntryStatus, type QueueEntryRecord, type RunRequest, TERMINAL_ENTRY_STATUSES } from '../domain/records.js'
 import type { Db } from './database.js'
-import { jsonValue, nullableJson } from './json-columns.js'
+import { uniqueChecked } from './errors.js'
+import { entryColumns, entryRow } from './run-path-rows.js'
+import type { Sql } from './sql-dialects.js'
 
 const select = {
   id: true,
@@ -28,7 +30,6 @@ const select = {
 type Row = Prisma.QueueEntryGetPayload<{ select: typeof select }>
 
 const iso = (d: Date | null) => (d ? d.toISOString() : null)
-const date = (s: string | null) => (s ? new Date(s) : null)
 
 function toRecord(row: Row): QueueEntryRecord {
   return {
@@ -53,47 +54,21 @@ function toRecord(row: Row): QueueEntryRecord {
   }
 }
 
-/** The columns an entry's writes set (all but its identity). */
-export function entryData(entry: QueueEntryRecord) {
-  return {
-    priority: entry.priority,
-    status: entry.status,
-    request: jsonValue(entry.request),
-    requestBytes: entry.requestBytes,
-    scheduleKey: entry.scheduleKey,
-    fireAt: date(entry.fireAt),
-    runId: entry.runId,
-    errorCode: entry.error?.code ?? null,
-    errorMessage: entry.error?.message ?? null,
-    unappliedSteerIds: nullableJson(entry.unappliedSteerIds),
-    startedAt: date(entry.startedAt),
-    finishedAt: date(entry.finishedAt),
-  } satisfies Prisma.QueueEntryUpdateManyMutationInput
-}
-
 /** Queue entries, written as they change so the queue survives a restart. */
 export class QueueStore {
-  constructor(private readonly db: Db) {}
+  constructor(
+    private readonly db: Db,
+    private readonly sql: Sql,
+  ) {}
 
+  /** Inserts an admitted entry; a taken idempotency key fails as a UniqueViolation. */
   async insert(entry: QueueEntryRecord): Promise<void> {
-    await this.db.queueEntry.create({
-      data: {
-        id: entry.queueId,
-        tenantId: entry.tenantId,
-        sessionId: entry.sessionId,
-        queueSequence: entry.queueSequence,
-        idempotencyKey: entry.idempotencyKey,
-        idempotencyHash: entry.idempotencyHash,
-        queuedAt: new Date(entry.queuedAt),
-        ...entryData(entry),
-      },
-      select: { id: true },
-    })
+    await uniqueChecked(this.sql.insertInto('QueueEntry').values(entryRow(entry)).execute())
   }
 
   /** Writes the entry's mutable fields; a no-op when the entry (or its session) is gone. */
   async update(entry: QueueEntryRecord): Promise<void> {
-    await this.db.queueEntry.updateMany({ where: { id: entry.queueId }, data: entryData(entry) })
+    await this.sql.updateTable('QueueEntry').set(entryColumns(entry)).where('id', '=', entry.queueId).execute()
   }
 
   /** The entry admitted with this idempotency key, if any. */

@@ -1,14 +1,13 @@
-import type { Prisma } from '@db/client'
+import type { ExpressionBuilder } from 'kysely'
 import type { SessionEvent } from '../domain/events.js'
+import { TERMINAL_RUN_STATUSES } from '../domain/lifecycles.js'
 import type { MessageRecord, QueueEntryRecord, RunRecord } from '../domain/records.js'
 import { runFinishedDelivery, runRequiresActionDelivery } from '../domain/webhooks.js'
-import type { Db } from './database.js'
+import type { DB } from '../generated/kysely/tables.js'
 import type { EventStore } from './event-store.js'
-import { jsonValue, nullableJson } from './json-columns.js'
-import { entryData } from './queue-store.js'
-import { liveRun, runData } from './run-store.js'
-import { messageRow } from './session-store.js'
-import { deliveryRow, type WebhookStore } from './webhook-store.js'
+import { deliveryRow, entryColumns, messageRow, runColumns, runRow } from './run-path-rows.js'
+import type { Sql } from './sql-dialects.js'
+import type { WebhookStore } from './webhook-store.js'
 
 /** Everything a run's end writes. */
 export interface RunEnd {
@@ -30,49 +29,43 @@ export interface StaleGuard {
   inFlightBefore: Date
 }
 
+/** The guard of every write that must not overwrite a run's end. */
+export const liveRun = (id: string) => (eb: ExpressionBuilder<DB, 'Run'>) =>
+  eb.and([eb('id', '=', id), eb('status', 'not in', [...TERMINAL_RUN_STATUSES])])
+
 /**
  * A run's start and end, each in one transaction, so a crash between writes never leaves the
  * records disagreeing: a run row exists exactly when its entry is claimed, and a terminal run has
  * its entry's status, its history turn, its last events and, when its entry names a webhook, the
- * delivery of its end.
+ * delivery of its end. Its statements are Kysely's, run on the driver (see store/database.ts).
  */
 export class RunLedger {
   constructor(
-    private readonly db: Db,
+    private readonly sql: Sql,
     private readonly events: EventStore,
     private readonly webhooks: WebhookStore,
   ) {}
 
   /** Inserts the run, claims its entry (STARTING, naming the run) and writes `events` (those that report it, and any before them) together. */
   async start(run: RunRecord, entry: QueueEntryRecord, events: readonly SessionEvent[]): Promise<void> {
-    const { id, tenantId, sessionId, queueId, keyId, tags, replayOf } = run
+    const { id, tenantId, tags } = run
     const startedAt = new Date(run.startedAt)
-    await this.db.$transaction([
-      this.db.run.create({
-        data: {
-          id,
-          tenantId,
-          sessionId,
-          queueId,
-          startedAt,
-          keyId,
-          tags: nullableJson(tags.length > 0 ? tags : null),
-          replayOf,
-          request: jsonValue(entry.request),
-          ...runData(run),
-        },
-        select: { id: true },
-      }),
-      ...(tags.length > 0 ? [this.db.runTag.createMany({ data: tags.map((tag) => ({ tenantId, runId: id, tag, startedAt })) })] : []),
-      this.db.queueEntry.updateMany({ where: { id: entry.queueId }, data: entryData(entry) }),
-      ...(events.length > 0 ? [this.events.insert(events)] : []),
-    ])
+    await this.sql.transaction().execute(async (tx) => {
+      await tx.insertInto('Run').values(runRow(run, entry.request)).execute()
+      if (tags.length > 0)
+        await tx
+          .insertInto('RunTag')
+          .values(tags.map((tag) => ({ tenantId, runId: id, tag, startedAt })))
+          .execute()
+      await tx.updateTable('QueueEntry').set(entryColumns(entry)).where('id', '=', entry.queueId).execute()
+      await this.events.append(events, tx)
+    })
   }
 
   /** Ends an entry that never ran, with the events that report it, in one transaction; resolves to true once written. */
   async endEntry(entry: QueueEntryRecord, events: SessionEvent[]): Promise<boolean> {
-    await this.db.$transaction(async (tx) => {
-      await tx.queueEntry.updateMany({ where: { id: entry.queueId }, data: entryData(entry) })
+    await this.sql.transaction().execute(async (tx) => {
+      await tx.updateTable('QueueEntry').set(entryColumns(entry)).where('id', '=', entry.queueId).execute()
       await this.events.append(events, tx)
     })
     return true
@@ -84,10 +77,10 @@ export class RunLedger {
    */
   async requireAction(run: RunRecord, webhookUrl: string | null): Promise<void> {
     const delivery = webhookUrl ? deliveryRow(runRequiresActionDelivery(run, webhookUrl, run.toolRounds.length - 1)) : null
-    const written = await this.db.$transaction(async (tx) => {
-      const { count } = await tx.run.updateMany({ where: liveRun(run.id), data: runData(run) })
-      if (count > 0 && delivery) await tx.webhookDelivery.create({ data: delivery, select: { id: true } })
-      return count > 0
+    const written = await this.sql.transaction().execute(async (tx) => {
+      const { numUpdatedRows } = await tx.updateTable('Run').set(runColumns(run)).where(liveRun(run.id)).executeTakeFirstOrThrow()
+      if (numUpdatedRows > 0n && delivery) await tx.insertInto('WebhookDelivery').values(delivery).execute()
+      return numUpdatedRows > 0n
     })
     if (written && delivery) this.webhooks.created()
   }
@@ -97,25 +90,33 @@ export class RunLedger {
    * whether it did. When it did not, only `earlier` was written.
    */
   async finish(end: RunEnd, stale: StaleGuard | null = null): Promise<boolean> {
-    const where: Prisma.RunWhereInput = {
-      ...liveRun(end.run.id),
-      ...(stale && { OR: [{ inFlightSince: null, heartbeatAt: { lt: stale.before } }, { heartbeatAt: { lt: stale.inFlightBefore } }] }),
-    }
     const webhookUrl = end.entry?.request.webhookUrl
     const delivery = webhookUrl ? deliveryRow(runFinishedDelivery(end.run, webhookUrl)) : null
-    const ended = await this.db.$transaction(async (tx) => {
-      const { count } = await tx.run.updateMany({ where, data: runData(end.run) })
+    const ended = await this.sql.transaction().execute(async (tx) => {
+      let update = tx.updateTable('Run').set(runColumns(end.run)).where(liveRun(end.run.id))
+      if (stale) {
+        update = update.where((eb) =>
+          eb.or([
+            eb.and([eb('inFlightSince', 'is', null), eb('heartbeatAt', '<', stale.before)]),
+            eb('heartbeatAt', '<', stale.inFlightBefore),
+          ]),
+        )
+      }
+      const { numUpdatedRows } = await update.executeTakeFirstOrThrow()
       // already ended (a reaper, or the owner, got there first): of this end, only the events
       // published before it are written (they are the stream's, whoever ends the run)
-      if (count === 0) {
+      if (numUpdatedRows === 0n) {
         await this.events.append(end.earlier, tx)
         return false
       }
-      if (end.entry) await tx.queueEntry.updateMany({ where: { id: end.entry.queueId }, data: entryData(end.entry) })
-      // one typed insert a message: a turn has one or two, and a plan of Prisma's createMany is never cached
-      for (const m of end.messages) await tx.message.create({ data: messageRow(end.run.tenantId, m), select: { id: true } })
+      if (end.entry) await tx.updateTable('QueueEntry').set(entryColumns(end.entry)).where('id', '=', end.entry.queueId).execute()
+      if (end.messages.length > 0)
+        await tx
+          .insertInto('Message')
+          .values(end.messages.map((m) => messageRow(end.run.tenantId, m)))
+          .execute()
       await this.events.append([...end.earlier, ...end.events], tx)
-      if (delivery) await tx.webhookDelivery.create({ data: delivery, select: { id: true } })
+      if (delivery) await tx.insertInto('WebhookDelivery').values(delivery).execute()
       return true
     })
     if (ended && delivery) this.webhooks.created()

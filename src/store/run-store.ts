@@ -18,7 +18,9 @@ import type {
 } from '../domain/records.js'
 import type { ToolRound } from '../domain/tools.js'
 import type { Db } from './database.js'
-import { jsonValue, nullableJson } from './json-columns.js'
+import { liveRun } from './run-ledger.js'
+import { runColumns } from './run-path-rows.js'
+import type { Sql } from './sql-dialects.js'
 
 const select = {
   id: true,
@@ -71,7 +73,6 @@ const select = {
 
 type Row = Prisma.RunGetPayload<{ select: typeof select }>
 const iso = (d: Date | null) => (d ? d.toISOString() : null)
-const date = (s: string | null) => (s ? new Date(s) : null)
 
 function toRecord(row: Row): RunRecord {
   const {
@@ -123,53 +124,6 @@ function toRecord(row: Row): RunRecord {
   }
 }
 
-/** The guard of every write that must not overwrite a run's end. */
-export const liveRun = (id: string) => ({ id, status: { notIn: [...TERMINAL_RUN_STATUSES] } }) satisfies Prisma.RunWhereInput
-
-/** The columns a run's writes set (all but its identity). */
-export function runData(run: RunRecord) {
-  return {
-    status: run.status,
-    promptId: run.promptId,
-    promptVersion: run.promptVersion,
-    promptLabel: run.promptLabel,
-    splitBucket: run.splitBucket,
-    includes: nullableJson(run.includes.length === 0 ? null : run.includes),
-    profileId: run.profileId,
-    backendId: run.backendId,
-    model: run.model,
-    definitionHash: run.definitionHash,
-    renderedHash: run.renderedHash,
-    settings: jsonValue(run.settings ?? {}),
-    output: run.output,
-    parsedOutput: nullableJson(run.parsedOutput),
-    validation: nullableJson(run.validation),
-    failoverAttempts: jsonValue(run.failoverAttempts),
-    alternatives: jsonValue(run.alternatives),
-    costUsd: run.costUsd,
-    priceTable: run.priceTable,
-    inputTokens: run.usage?.inputTokens ?? null,
-    outputTokens: run.usage?.outputTokens ?? null,
-    cacheReadTokens: run.usage?.cacheReadTokens ?? null,
-    cacheWriteTokens: run.usage?.cacheWriteTokens ?? null,
-    reasoningTokens: run.usage?.reasoningTokens ?? null,
-    firstTokenAt: date(run.firstTokenAt),
-    finishedAt: date(run.finishedAt),
-    heartbeatAt: date(run.heartbeatAt),
-    inFlightSince: date(run.inFlightSince),
-    errorCode: run.errorCode,
-    errorMessage: run.errorMessage,
-    terminalReason: run.terminalReason,
-    finishReason: run.finishReason,
-    vendorFinishReason: run.vendorFinishReason,
-    refusal: run.refusal,
-    reasoning: nullableJson(run.reasoning),
-    toolRounds: nullableJson(run.toolRounds.length === 0 ? null : run.toolRounds),
-    outputEnforcement: run.outputEnforcement,
-    cache: nullableJson(run.cache),
-  } satisfies Prisma.RunUpdateManyMutationInput
-}
-
 /** Usage and cost summed over runs. */
 export type Totals = Usage & { costUsd: number | null }
 
@@ -194,19 +148,26 @@ const toTotals = (sums: Sums, unpriced: number): Totals => ({
   costUsd: unpriced > 0 ? null : (sums.costUsd ?? 0),
 })
 
-/** Durable run records. */
+/** Durable run records: a live run's writes on the driver (Kysely), reads with Prisma's typed API. */
 export class RunStore {
-  constructor(private readonly db: Db) {}
+  constructor(
+    private readonly db: Db,
+    private readonly sql: Sql,
+  ) {}
 
   /** Writes the run as it is now, unless it has ended meanwhile (a reaper's end is never overwritten). */
   async update(run: RunRecord): Promise<void> {
-    await this.db.run.updateMany({ where: liveRun(run.id), data: runData(run) })
+    await this.sql.updateTable('Run').set(runColumns(run)).where(liveRun(run.id)).execute()
   }
 
   /** Marks a live run alive (and when it last progressed); false when it has ended meanwhile (a reaper ended it). */
   async heartbeat(id: string, at: Date, lastProgressAt: Date): Promise<boolean> {
-    const { count } = await this.db.run.updateMany({ where: liveRun(id), data: { heartbeatAt: at, lastProgressAt } })
-    return count > 0
+    const { numUpdatedRows } = await this.sql
+      .updateTable('Run')
+      .set({ heartbeatAt: at, lastProgressAt })
+      .where(liveRun(id))
+      .executeTakeFirstOrThrow()
+    return numUpdatedRows > 0n
   }
 
   /**

@@ -3,7 +3,9 @@ import type { ContentPart } from '../domain/content-parts.js'
 import type { MessageRecord, SessionFork, SessionRecord } from '../domain/records.js'
 import type { ToolCall } from '../domain/tools.js'
 import type { Db } from './database.js'
-import { nullableJson } from './json-columns.js'
+import { uniqueChecked } from './errors.js'
+import { json, messageRow } from './run-path-rows.js'
+import type { Sql } from './sql-dialects.js'
 
 const sessionSelect = {
   tenantId: true,
@@ -46,27 +48,19 @@ export interface SessionCursor {
   id: string
 }
 
-/** A message as its row: its tool calls as JSON, SQL NULL without any. */
-export function messageRow(tenantId: string, m: MessageRecord) {
-  return {
-    ...m,
-    tenantId,
-    parts: nullableJson(m.parts.length === 0 ? null : m.parts),
-    toolCalls: nullableJson(m.toolCalls.length === 0 ? null : m.toolCalls),
-    createdAt: new Date(m.createdAt),
-  }
-}
-
 /** Sessions and their conversation history. */
 export class SessionStore {
-  constructor(private readonly db: Db) {}
+  constructor(
+    private readonly db: Db,
+    private readonly sql: Sql,
+  ) {}
 
   async find(tenantId: string, id: string): Promise<SessionRecord | null> {
     const row = await this.db.session.findUnique({ where: { tenantId_id: { tenantId, id } }, select: sessionSelect })
     return row && toSession(row)
   }
 
-  /** Inserts a new session; a taken id fails as a unique violation. */
+  /** Inserts a new session (with the history it starts with, in one transaction); a taken id fails as a UniqueViolation. */
   async create(input: {
     tenantId: string
     id: string
@@ -85,22 +79,36 @@ export class SessionStore {
     history?: readonly MessageRecord[]
   }): Promise<SessionRecord> {
     const at = new Date()
-    const { sequenceCeiling, leaseOwner, leaseExpiresAt, history = [], ...session } = { ...input, metadata: input.metadata ?? null }
-    const create = this.db.session.create({
-      data: {
-        ...session,
-        metadata: nullableJson(session.metadata),
-        forkedFrom: nullableJson(session.forkedFrom),
-        sequenceCeiling,
-        leaseOwner,
-        leaseExpiresAt,
-        createdAt: at,
-        updatedAt: at,
-      },
-      select: { id: true },
-    })
-    if (history.length === 0) await create
-    else await this.db.$transaction([create, this.db.message.createMany({ data: history.map((m) => messageRow(session.tenantId, m)) })])
+    const {
+      sequenceCeiling,
+      leaseOwner = null,
+      leaseExpiresAt = null,
+      history = [],
+      ...session
+    } = { ...input, metadata: input.metadata ?? null }
+    const row = {
+      ...session,
+      metadata: session.metadata === null ? null : json(session.metadata),
+      forkedFrom: session.forkedFrom === null ? null : json(session.forkedFrom),
+      sequenceCeiling,
+      leaseOwner,
+      leaseExpiresAt,
+      createdAt: at,
+      updatedAt: at,
+    }
+    const insert = (on: Sql) => on.insertInto('Session').values(row).execute()
+    if (history.length === 0) await uniqueChecked(insert(this.sql))
+    else {
+      await uniqueChecked(
+        this.sql.transaction().execute(async (tx) => {
+          await insert(tx)
+          await tx
+            .insertInto('Message')
+            .values(history.map((m) => messageRow(session.tenantId, m)))
+            .execute()
+        }),
+      )
+    }
     return { ...session, createdAt: at.toISOString(), updatedAt: at.toISOString() }
   }
 

@@ -6,7 +6,6 @@ import { ProfileStore } from './profile-store.js'
 import { PromptLabelStore } from './prompt-label-store.js'
 import { PromptStore } from './prompt-store.js'
 import { QueueStore } from './queue-store.js'
-import { RawStatements } from './raw-statements.js'
 import { ResponseCacheStore } from './response-cache-store.js'
 import { RunLedger } from './run-ledger.js'
 import { RunStore } from './run-store.js'
@@ -37,16 +36,15 @@ export class Store {
     this.prompts = new PromptStore(database.db)
     this.labels = new PromptLabelStore(database.db)
     this.profiles = new ProfileStore(database.db)
-    this.sessions = new SessionStore(database.db)
-    this.entries = new QueueStore(database.db)
-    this.runs = new RunStore(database.db)
-    const raw = new RawStatements(database.provider)
-    this.events = new EventStore(database.db, raw)
-    this.usage = new UsageReports(database.db, raw)
+    this.sessions = new SessionStore(database.db, database.sql)
+    this.entries = new QueueStore(database.db, database.sql)
+    this.runs = new RunStore(database.db, database.sql)
+    this.events = new EventStore(database.db, database.sql)
+    this.usage = new UsageReports(database.sql, database.provider)
     this.webhooks = new WebhookStore(database.db)
     this.responseCache = new ResponseCacheStore(database.db)
     this.files = new FileStore(database.db, filesDir)
-    this.ledger = new RunLedger(database.db, this.events, this.webhooks)
+    this.ledger = new RunLedger(database.sql, this.events, this.webhooks)
   }
 
   get provider() {

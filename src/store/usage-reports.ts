@@ -1,8 +1,8 @@
 import { type ExpressionBuilder, type SelectQueryBuilder, sql } from 'kysely'
 import { MAX_USAGE_GROUPS, type UsageDimension, type UsageGroup, type UsageGroupKey, type UsageQuery } from '../domain/usage-report.js'
 import type { DB } from '../generated/kysely/tables.js'
-import type { Db } from './database.js'
-import type { RawStatements } from './raw-statements.js'
+import type { Provider } from './database.js'
+import type { Sql } from './sql-dialects.js'
 
 type Tables = DB & { r: DB['Run']; t: DB['RunTag'] }
 type Scope = ExpressionBuilder<Tables, 'r' | 't'>
@@ -27,7 +27,7 @@ function dimension(dim: UsageDimension, eb: Scope, postgres: boolean) {
     case 'TAG':
       return eb.ref('t.tag').as('tag')
     case 'DAY':
-      // the UTC day: PostgreSQL keeps a timestamp without zone, SQLite (through Prisma) ISO text
+      // the UTC day: PostgreSQL keeps a timestamp without zone, SQLite ISO text
       return (
         postgres ? sql<string>`to_char(${eb.ref('r.startedAt')}, 'YYYY-MM-DD')` : sql<string>`substr(${eb.ref('r.startedAt')}, 1, 10)`
       ).as('day')
@@ -49,19 +49,18 @@ const count = (value: bigint | number | string | null) => Number(value ?? 0)
 
 /**
  * Usage of a tenant's runs grouped in the database: one GROUP BY over the runs started in the
- * window (joined to their tags when grouped by tag), built by Kysely and run through Prisma's raw
- * path, so no run is loaded.
+ * window (joined to their tags when grouped by tag), built by Kysely, so no run is loaded.
  */
 export class UsageReports {
   constructor(
-    private readonly db: Db,
-    private readonly raw: RawStatements,
+    private readonly sql: Sql,
+    private readonly provider: Provider,
   ) {}
 
   async report(tenantId: string, query: UsageQuery): Promise<{ groups: UsageGroup[]; truncated: boolean }> {
-    const postgres = this.raw.provider === 'postgresql'
+    const postgres = this.provider === 'postgresql'
     const byTag = query.groupBy.includes('TAG')
-    const runs = this.raw.query.selectFrom('Run as r')
+    const runs = this.sql.selectFrom('Run as r')
     // a run counts once per tag when grouped by tag; otherwise no column of `t` is referenced
     const from: RunsWithTags = byTag ? runs.innerJoin('RunTag as t', 't.runId', 'r.id') : (runs as unknown as RunsWithTags)
     const positions = query.groupBy.map((_, i) => sql.raw(String(i + 1)))
@@ -93,7 +92,7 @@ export class UsageReports {
       // grouped and ordered by the dimensions' positions in the select list
       .$if(positions.length > 0, (q) => positions.reduce((ordered, position) => ordered.orderBy(position), q.groupBy(positions)))
       .limit(MAX_USAGE_GROUPS + 1)
-    const rows = await this.raw.select<Row>(this.db, statement)
+    const rows = await statement.$castTo<Row>().execute()
     const groups = rows.slice(0, MAX_USAGE_GROUPS).map((row) => toGroup(row, query.groupBy))
     return { groups, truncated: rows.length > MAX_USAGE_GROUPS }
   }

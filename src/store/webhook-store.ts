@@ -16,17 +16,6 @@ function toRecord(row: Row): WebhookDelivery {
   }
 }
 
-/** A delivery as a run's end inserts it, in its transaction. */
-export function deliveryRow(delivery: WebhookDelivery) {
-  return {
-    ...delivery,
-    payload: jsonValue(delivery.payload),
-    attempts: jsonValue(delivery.attempts),
-    nextAttemptAt: delivery.nextAttemptAt === null ? null : new Date(delivery.nextAttemptAt),
-    createdAt: new Date(delivery.createdAt),
-  } satisfies Prisma.WebhookDeliveryCreateInput
-}
-
 /** Webhook deliveries: created with a run's end (see RunLedger), then claimed and settled by the dispatcher. */
 export class WebhookStore {
   private readonly listeners = new Set<() => void>()

@@ -8,7 +8,8 @@ const SRC = path.join(PROJECT_ROOT, 'src')
 // yoga's pub/sub packages (createPubSub, its event targets) carry no GraphQL: events/ fans out through them
 const GRAPHQL_PACKAGES =
   /^(graphql|graphql-jit|graphql-yoga|graphql-ws|graphql-scalars|@graphql-yoga\/(?!subscription$|redis-event-target$).*|@pothos\/.*|@envelop\/.*)$/
-const PRISMA_PACKAGES = /^(@prisma\/.*|@db\/client|prisma)$/
+// the database's packages: Prisma, Kysely and the drivers
+const DATABASE_PACKAGES = /^(@prisma\/.*|@db\/client|prisma|kysely|pg|better-sqlite3)$/
 
 interface Import {
   from: string
@@ -87,10 +88,10 @@ describe('the import graph of src/', () => {
     expect(bad.map(describeImport)).toEqual([])
   })
 
-  it('lets only store/ import Prisma', () => {
+  it('lets only store/ import Prisma, Kysely or a database driver', () => {
     const bad = imports.filter(
       (i) =>
-        folderOf(i.from) !== 'store' && (PRISMA_PACKAGES.test(i.specifier) || (i.toFolder === null && i.specifier.includes('generated'))),
+        folderOf(i.from) !== 'store' && (DATABASE_PACKAGES.test(i.specifier) || (i.toFolder === null && i.specifier.includes('generated'))),
     )
     expect(bad.map(describeImport)).toEqual([])
   })
