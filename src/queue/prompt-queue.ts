@@ -5,6 +5,7 @@ import { advanceEntry } from '../domain/lifecycles.js'
 import type { DurabilityTimes, QueueLimits } from '../domain/limits.js'
 import type { Logger } from '../domain/logger.js'
 import type { Metrics } from '../domain/metrics.js'
+import { queueStatus } from '../domain/queue-order.js'
 import type { AdmissionFacts, QueueEntryRecord, QueueEntryView, RunRecord, RunRequest, SessionStatus, WhenBusy } from '../domain/records.js'
 import type { SessionEventBus } from '../events/event-bus.js'
 import type { AdmittedPrompt } from '../runner/prepare.js'
@@ -263,9 +264,7 @@ export class PromptQueue {
 
   async status(tenantId: string, sessionId: string): Promise<SessionStatus> {
     const queue = await this.queues.peek(tenantId, sessionId)
-    if (!queue) return 'IDLE'
-    if (queue.busy) return 'RUNNING'
-    return [...queue.outstanding.values()].some((e) => e.status === 'SCHEDULED') ? 'SCHEDULED' : 'IDLE'
+    return queue ? queueStatus(queue.busy, queue.outstanding.values()) : 'IDLE'
   }
 
   /** Entries queued, scheduled or running in the sessions this process runs. */

@@ -26,7 +26,7 @@ export interface LeaseHolder {
 }
 
 /**
- * Session leases (DESIGN §6): a row lease on the session (owner, expiry) taken with a conditional
+ * Session leases: a row lease on the session (owner, expiry) taken with a conditional
  * update, lost when not renewed within `ttlMs`. An instance acts on a session only while its own
  * clock says the lease is valid, so it stops before another may take over. A session's lease is
  * renewed while it has work; an idle one lapses and is forgotten here, so whichever instance uses
@@ -60,6 +60,16 @@ export class SessionLeases {
     if (owner !== this.instanceId) return { mine: false, owner }
     this.held.set(held, asked + this.ttlMs - this.renewMs)
     return { mine: true }
+  }
+
+  /**
+   * The instance holding the session's lease now, as the store says, without claiming it; null
+   * when none does (none ever did, it lapsed, or it names this instance, which no longer holds it).
+   */
+  async leaseHolder(tenantId: string, sessionId: string): Promise<string | null> {
+    const lease = await this.sessions.leaseOf(tenantId, sessionId)
+    if (!lease?.owner || lease.owner === this.instanceId || !lease.expiresAt || lease.expiresAt.getTime() <= Date.now()) return null
+    return lease.owner
   }
 
   /** Whether this instance holds the session now, by its own clock (no read). */

@@ -1,4 +1,5 @@
 import { advanceSessionQueue, type SessionQueueStatus } from '../domain/lifecycles.js'
+import { runOrder, withPositions } from '../domain/queue-order.js'
 import type { QueueEntryRecord, QueueEntryView } from '../domain/records.js'
 import type { AdmittedPrompt } from '../runner/prepare.js'
 import type { RecordJournal } from '../runner/record-journal.js'
@@ -83,9 +84,7 @@ export class SessionQueue {
 
   /** Queued entries in the order they will run: higher priority first, then admission order. */
   queued(): QueueEntryRecord[] {
-    return [...this.outstanding.values()]
-      .filter((e) => e.status === 'QUEUED')
-      .sort((a, b) => b.priority - a.priority || a.queueSequence - b.queueSequence)
+    return runOrder(this.outstanding.values())
   }
 
   scheduled(key: string): QueueEntryRecord | undefined {
@@ -110,12 +109,7 @@ export class SessionQueue {
 
   /** Outstanding entries in admission order, with their position (0 = running, 1 = next, …). */
   view(): QueueEntryView[] {
-    const running = this.active ? [this.active.entry] : []
-    const inLine = [...running, ...this.queued()]
-    const position = new Map(inLine.map((e, i) => [e.queueId, running.length > 0 ? i : i + 1]))
-    return [...this.outstanding.values()]
-      .sort((a, b) => a.queueSequence - b.queueSequence)
-      .map((e) => ({ ...e, position: position.get(e.queueId) ?? null }))
+    return withPositions(this.active?.entry ?? null, this.outstanding.values())
   }
 
   /** One entry with its position; null position once it is no longer outstanding. */

@@ -38,8 +38,10 @@ import { CatalogService } from '../services/catalog-service.js'
 import { FileService } from '../services/file-service.js'
 import { ReplayService } from '../services/replay-service.js'
 import { RunService } from '../services/run-service.js'
+import { SessionHost } from '../services/session-host.js'
 import { SessionRouter } from '../services/session-router.js'
 import { SessionService } from '../services/session-service.js'
+import { StoredSessionReads } from '../services/stored-session-reads.js'
 import { UsageService } from '../services/usage-service.js'
 import { SessionMemory } from '../store/session-memory.js'
 import { openStore, type Store } from '../store/store.js'
@@ -177,8 +179,10 @@ export async function createApp(options: AppOptions, secrets: SecretLookup, logg
       clock: options.clock ?? Date.now,
       sessionRows: store.sessions,
     })
-    const router = new SessionRouter(ownership, link, logger)
     const signers = new WebhookSigners(options.webhooks?.secrets ?? new Map())
+    const budgets = new BudgetGuard(store, options.budgets ?? [])
+    const host = new SessionHost({ store, memory: sessionMemory, queue, bus, preparer, budgets, signers, metrics })
+    const router = new SessionRouter(ownership, link, logger, host, new StoredSessionReads(store))
     const webhooks = new WebhookDispatcher(
       store.webhooks,
       signers,
@@ -187,8 +191,7 @@ export async function createApp(options: AppOptions, secrets: SecretLookup, logg
       metrics,
     )
     const sessions = new SessionService(store, sessionMemory, catalog, queue, router, signers)
-    const budgets = new BudgetGuard(store, options.budgets ?? [])
-    const runs = new RunService(store, preparer, queue, bus, sessions, budgets, router, metrics, signers)
+    const runs = new RunService(store, preparer, queue, bus, sessions, budgets, router)
     const services = {
       catalog: new CatalogService(catalog, secrets, capacity, new CatalogEvents(link.fanout), {
         credentialEnvAllowlist: allowlist,

@@ -2,17 +2,14 @@ import { z } from 'zod'
 import { type Principal, recordedKeyId } from '../domain/access.js'
 import type { BudgetUsage } from '../domain/budgets.js'
 import { idSchema, parseInput } from '../domain/definitions.js'
-import { BudgetExceededError, NotFoundError, QueueFullError, SessionBusyError } from '../domain/errors.js'
+import { NotFoundError } from '../domain/errors.js'
 import type { SessionEvent } from '../domain/events.js'
-import type { Metrics } from '../domain/metrics.js'
 import type { QueueEntryRecord, QueueEntryView, RunCursor, RunFilter, RunRecord, WhenBusy } from '../domain/records.js'
-import { type AdmissionInput, MAX_TEXT, parseAdmission, parseRunRequest, scheduleKeySchema } from '../domain/run-request.js'
-import { inSpan } from '../domain/tracing.js'
-import type { WebhookDelivery, WebhookSigners } from '../domain/webhooks.js'
+import { MAX_TEXT, parseAdmission, parseRunRequest, scheduleKeySchema } from '../domain/run-request.js'
+import type { WebhookDelivery } from '../domain/webhooks.js'
 import type { SessionEventBus } from '../events/event-bus.js'
 import type { PromptQueue } from '../queue/prompt-queue.js'
 import type { PreparedPrompt, PromptPreparer } from '../runner/prepare.js'
-import type { SubmittedResult } from '../runner/tool-rounds.js'
 import type { Store } from '../store/store.js'
 import type { BudgetGuard } from './budget-guard.js'
 import type { SessionRouter } from './session-router.js'
@@ -50,22 +47,7 @@ export class RunService {
     private readonly sessions: SessionService,
     private readonly budgets: BudgetGuard,
     private readonly router: SessionRouter,
-    private readonly metrics: Metrics,
-    private readonly signers: WebhookSigners,
-  ) {
-    router.handle('enqueue', (t: string, input: AdmissionInput, w: WhenBusy) => this.admit(t, input, w))
-    router.handle('runPrompt', (t: string, input: AdmissionInput, w: WhenBusy, ms: number) => this.runPromptHere(t, input, w, ms))
-    router.handle('cancelScheduled', (t: string, s: string, key: string) => this.queue.cancelScheduled(t, s, key))
-    router.handle('cancel', (t: string, s: string, q: string) => this.queue.cancel(t, s, q))
-    router.handle('steer', (t: string, s: string, q: string, id: string, text: string) => this.queue.steer(t, s, q, id, text))
-    router.handle('abortRun', (t: string, runId: string, why: string | null) => this.queue.abortRun(t, runId, why))
-    router.handle('submitToolResults', (t: string, runId: string, results: SubmittedResult[], key: string | null) =>
-      this.queue.submitToolResults(t, runId, results, key),
-    )
-    router.handle('queueEntry', (t: string, s: string, q: string) => this.queue.entry(t, s, q))
-    router.handle('run', (t: string, id: string) => this.queue.run(t, id))
-    router.handle('unwrittenEvents', async (t: string, s: string, after: number) => bus.unwrittenAfter(t, s, after))
-  }
+  ) {}
 
   /** The caller's budgets with their use in the current window. */
   budgetUsage(tenantId: string): Promise<BudgetUsage[]> {
@@ -79,37 +61,6 @@ export class RunService {
     return this.preparer.prepare(tenantId, session, parseRunRequest(rest, ''))
   }
 
-  /** Admits a validated prompt at the session's owner: resolved and rendered, kept with its entry for the run. */
-  private admit(tenantId: string, input: AdmissionInput, whenBusy: WhenBusy): Promise<QueueEntryRecord> {
-    const { sessionId, idempotencyKey, schedule } = input
-    return this.counted(tenantId, async () => {
-      const session = await this.sessions.require(tenantId, sessionId)
-      const webhookUrl = input.webhookUrl ?? session.webhookUrl
-      if (webhookUrl) this.signers.requireFor(tenantId, 'input.webhookUrl')
-      // the session's webhook is copied into the entry, so the run's end finds it without the session
-      const request = webhookUrl ? { ...input.request, webhookUrl } : input.request
-      await this.budgets.check(tenantId)
-      const admitted = await this.preparer.admit(tenantId, sessionId, request)
-      const admission = {
-        promptVersion: admitted.prompt?.version ?? null,
-        promptLabel: admitted.promptLabel,
-        splitBucket: admitted.splitBucket,
-        keyId: input.keyId,
-        ...(admitted.includes.list.length > 0 && { includes: admitted.includes.list }),
-      }
-      return this.queue.admit({
-        tenantId,
-        sessionId,
-        request,
-        idempotencyKey,
-        admitted,
-        admission,
-        whenBusy,
-        ...(schedule && { schedule }),
-      })
-    })
-  }
-
   /** Admits a prompt; `replayOf` names the run whose request it replays. */
   enqueue(
     principal: Principal,
@@ -120,25 +71,7 @@ export class RunService {
     const { tenantId } = principal
     const parsed = parseAdmission(input, recordedKeyId(principal))
     if (replayOf !== null) parsed.request.replayOf = replayOf
-    return this.router.call(tenantId, parsed.sessionId, 'enqueue', [tenantId, parsed, whenBusy])
-  }
-
-  /** An admission, in its span, its refusal by a limit, a busy session or a budget counted by reason. */
-  private async counted<T>(tenantId: string, admit: () => Promise<T>): Promise<T> {
-    try {
-      return await inSpan('promptline.admit', { 'promptline.tenant.id': tenantId }, admit)
-    } catch (error) {
-      const reason =
-        error instanceof QueueFullError
-          ? error.limit
-          : error instanceof SessionBusyError
-            ? 'sessionBusy'
-            : error instanceof BudgetExceededError
-              ? 'budget'
-              : null
-      if (reason) this.metrics.admissionRefused(reason)
-      throw error
-    }
+    return this.router.change(tenantId, parsed.sessionId, 'enqueue', [tenantId, parsed, whenBusy])
   }
 
   /** Enqueues and waits for the run to end, or for `timeoutMs` (answering with the entry still running). */
@@ -151,38 +84,30 @@ export class RunService {
     const { tenantId } = principal
     const waitMs = Math.min(Math.max(timeoutMs, 0), 3_600_000)
     const parsed = parseAdmission(input, recordedKeyId(principal))
-    return this.router.call(tenantId, parsed.sessionId, 'runPrompt', [tenantId, parsed, whenBusy, waitMs], waitMs + 30_000)
-  }
-
-  private async runPromptHere(tenantId: string, input: AdmissionInput, whenBusy: WhenBusy, waitMs: number) {
-    const admitted = await this.admit(tenantId, input, whenBusy)
-    // a retry may answer with an entry that has already ended
-    if (admitted.finishedAt === null) await this.queue.waitForEntry(admitted.queueId, waitMs)
-    const entry = await this.queue.entry(tenantId, admitted.sessionId, admitted.queueId)
-    return { entry: entry!, run: entry?.runId ? await this.queue.run(tenantId, entry.runId) : null }
+    return this.router.change(tenantId, parsed.sessionId, 'runPrompt', [tenantId, parsed, whenBusy, waitMs], waitMs + 30_000)
   }
 
   schedule(principal: Principal, input: Record<string, unknown>): Promise<QueueEntryRecord> {
     const { tenantId } = principal
     const parsed = parseAdmission(input, recordedKeyId(principal), true)
-    return this.router.call(tenantId, parsed.sessionId, 'enqueue', [tenantId, parsed, 'ENQUEUE'])
+    return this.router.change(tenantId, parsed.sessionId, 'enqueue', [tenantId, parsed, 'ENQUEUE'])
   }
 
   async cancelScheduled(tenantId: string, sessionId: string, scheduleKey: string): Promise<boolean> {
     await this.sessions.require(tenantId, sessionId)
     const key = parseInput(scheduleKeySchema, scheduleKey, 'scheduleKey')
-    return this.router.call(tenantId, sessionId, 'cancelScheduled', [tenantId, sessionId, key])
+    return this.router.change(tenantId, sessionId, 'cancelScheduled', [tenantId, sessionId, key])
   }
 
   async cancel(tenantId: string, sessionId: string, queueId: string): Promise<{ cancelled: boolean; entry: QueueEntryRecord }> {
     await this.sessions.require(tenantId, sessionId)
-    return this.router.call(tenantId, sessionId, 'cancel', [tenantId, sessionId, parseInput(recordIdSchema, queueId, 'queueId')])
+    return this.router.change(tenantId, sessionId, 'cancel', [tenantId, sessionId, parseInput(recordIdSchema, queueId, 'queueId')])
   }
 
   async steer(tenantId: string, input: unknown): Promise<{ steerId: string; queueId: string; runId: string }> {
     const { sessionId, queueId, steerId, text } = parseInput(steerSchema, input, 'input')
     await this.sessions.require(tenantId, sessionId)
-    const { runId } = await this.router.call(tenantId, sessionId, 'steer', [tenantId, sessionId, queueId, steerId, text])
+    const { runId } = await this.router.change(tenantId, sessionId, 'steer', [tenantId, sessionId, queueId, steerId, text])
     return { steerId, queueId, runId }
   }
 
@@ -192,7 +117,7 @@ export class RunService {
     const id = parseInput(recordIdSchema, runId, 'runId')
     const sessionId = await this.elsewhere(tenantId, id)
     if (!sessionId) return this.queue.abortRun(tenantId, id, why)
-    return this.router.call(tenantId, sessionId, 'abortRun', [tenantId, id, why])
+    return this.router.change(tenantId, sessionId, 'abortRun', [tenantId, id, why])
   }
 
   /** Gives a waiting run its tool results, at whichever instance holds its session; answers once they are durable. */
@@ -202,7 +127,7 @@ export class RunService {
     const key = idempotencyKey ?? null
     const sessionId = await this.elsewhere(tenantId, runId)
     if (!sessionId) return this.queue.submitToolResults(tenantId, runId, taken, key)
-    return this.router.call(tenantId, sessionId, 'submitToolResults', [tenantId, runId, taken, key])
+    return this.router.change(tenantId, sessionId, 'submitToolResults', [tenantId, runId, taken, key])
   }
 
   /** The session whose owner a use case of run `runId` goes to; null when it runs here (or has no session, or no row). */
@@ -213,7 +138,7 @@ export class RunService {
 
   async queueEntry(tenantId: string, sessionId: string, queueId: string): Promise<QueueEntryView | null> {
     if (!(await this.sessions.get(tenantId, sessionId, 'sessionId'))) return null
-    return this.router.call(tenantId, sessionId, 'queueEntry', [tenantId, sessionId, parseInput(recordIdSchema, queueId, 'queueId')])
+    return this.router.read(tenantId, sessionId, 'queueEntry', [tenantId, sessionId, parseInput(recordIdSchema, queueId, 'queueId')])
   }
 
   /**
@@ -225,7 +150,7 @@ export class RunService {
     if (this.queue.isRunning(runId)) return this.queue.run(tenantId, runId)
     const stored = await this.store.runs.find(tenantId, runId)
     if (!stored?.sessionId || stored.finishedAt !== null) return this.queue.run(tenantId, runId)
-    return this.router.call(tenantId, stored.sessionId, 'run', [tenantId, runId])
+    return this.router.read(tenantId, stored.sessionId, 'run', [tenantId, runId])
   }
 
   /**
@@ -280,6 +205,6 @@ export class RunService {
 
   /** Asks the session's owner for what it delivered and has not written yet. */
   private ownersTail(tenantId: string, sessionId: string) {
-    return (afterSequence: number) => this.router.call(tenantId, sessionId, 'unwrittenEvents', [tenantId, sessionId, afterSequence])
+    return (afterSequence: number) => this.router.read(tenantId, sessionId, 'unwrittenEvents', [tenantId, sessionId, afterSequence])
   }
 }

@@ -4,7 +4,16 @@ import { InternalError, PromptlineError } from '../domain/errors.js'
 import type { Logger } from '../domain/logger.js'
 import type { DeploymentLink } from '../events/deployment-pubsub.js'
 import type { SessionLeases } from '../queue/session-leases.js'
-import type { SessionOperation, SessionOperations } from './session-operations.js'
+import type { SessionChange, SessionChanges, SessionOperations, SessionRead, SessionReads } from './session-operations.js'
+
+type SessionOperation = SessionChange | SessionRead
+
+/** Calls `op` of `on` with arguments as they arrived (from this instance, or parsed off the link). */
+function invoke<T>(on: SessionOperations | SessionReads, op: SessionOperation, args: readonly unknown[]): Promise<T> {
+  const method = (on as Record<SessionOperation, unknown>)[op] as ((...args: unknown[]) => Promise<T>) | undefined
+  if (!method) throw new InternalError(`no ${op} here`)
+  return method.apply(on, [...args])
+}
 
 interface Call {
   kind: 'call'
@@ -14,6 +23,8 @@ interface Call {
   sessionId: string
   op: SessionOperation
   args: unknown[]
+  /** A read: answered only by an instance holding the session, which takes no lease for it. */
+  read: boolean
 }
 type Answer = { kind: 'answer'; id: string } & ({ value: unknown } | { error: SentError } | { notOwner: true })
 interface SentError {
@@ -45,14 +56,14 @@ function sent(error: unknown): SentError {
 }
 
 /**
- * Runs a session's use cases where its queue lives (DESIGN §6): at the session's owner (its lease
- * holder). That is this instance when it holds or can take the lease, else the owner, asked
- * through the deployment's link, whose answer (value or typed error) comes back the same way. One
- * instance alone is the same code with one host. Each operation of `SessionOperations` is
- * registered once with `handle`.
+ * Runs a session's use cases where it lives: at the instance holding its lease. A change runs
+ * here when this instance holds or can take the lease, else at the holder, asked through the
+ * deployment's link, whose answer (value or typed error) comes back the same way. A read never
+ * takes the lease: it is answered here or by the holder, or from the store when nobody holds the
+ * session. One instance alone is the same code with one host. Both sides call one typed
+ * `SessionOperations`: this instance's `SessionHost`.
  */
 export class SessionRouter {
-  private readonly handlers: Partial<SessionOperations> = {}
   private readonly waiting = new Map<string, { settle: (answer: Answer) => void }>()
   private unsubscribe: (() => void) | null = null
 
@@ -61,6 +72,10 @@ export class SessionRouter {
     /** How the instances reach each other. */
     private readonly link: DeploymentLink,
     private readonly logger: Logger,
+    /** The sessions this instance holds. */
+    private readonly host: SessionOperations,
+    /** The reads of a session nobody holds. */
+    private readonly stored: SessionReads,
   ) {}
 
   /** Starts answering calls from other instances. */
@@ -74,24 +89,22 @@ export class SessionRouter {
     await fanout.heard('calls', instanceId)
   }
 
-  handle<K extends SessionOperation>(op: K, handler: SessionOperations[K]): void {
-    this.handlers[op] = handler
-  }
-
-  /** Runs `op` with `args` at the session's owner; `timeoutMs` bounds the wait for another instance. */
-  async call<K extends SessionOperation>(
+  /** Runs change `op` at the session's owner; `timeoutMs` bounds the wait for another instance. */
+  async change<K extends SessionChange>(
     tenantId: string,
     sessionId: string,
     op: K,
-    args: Parameters<SessionOperations[K]>,
+    args: Parameters<SessionChanges[K]>,
     timeoutMs = 30_000,
-  ): Promise<Awaited<ReturnType<SessionOperations[K]>>> {
+  ): Promise<Awaited<ReturnType<SessionChanges[K]>>> {
     for (let attempt = 0; ; attempt++) {
       const claim = await this.ownership.claim(tenantId, sessionId)
-      // no owner: no such session; the handler here answers NOT_FOUND
-      if (claim.mine || claim.owner === null) return this.runHere(op, args)
+      // no owner: no such session; the host answers NOT_FOUND
+      if (claim.mine || claim.owner === null) return invoke<Awaited<ReturnType<SessionChanges[K]>>>(this.host, op, args)
       try {
-        return (await this.ask(claim.owner, { tenantId, sessionId, op, args }, timeoutMs)) as Awaited<ReturnType<SessionOperations[K]>>
+        return (await this.ask(claim.owner, { tenantId, sessionId, op, args, read: false }, timeoutMs)) as Awaited<
+          ReturnType<SessionChanges[K]>
+        >
       } catch (error) {
         if (!(error instanceof NotOwner) || attempt >= 5)
           throw error instanceof NotOwner ? new InternalError('the session is moving between instances; try again') : error
@@ -99,14 +112,31 @@ export class SessionRouter {
     }
   }
 
-  /** Runs a registered operation in this instance. */
-  private runHere<K extends SessionOperation>(op: K, args: unknown[]): Promise<Awaited<ReturnType<SessionOperations[K]>>> {
-    const handler = this.handlers[op] as ((...args: unknown[]) => Promise<Awaited<ReturnType<SessionOperations[K]>>>) | undefined
-    if (!handler) throw new InternalError(`no handler for ${op}`)
-    return handler(...args)
+  /** Answers read `op` where the session is held, or from the store when nobody holds it; takes no lease. */
+  async read<K extends SessionRead>(
+    tenantId: string,
+    sessionId: string,
+    op: K,
+    args: Parameters<SessionReads[K]>,
+    timeoutMs = 30_000,
+  ): Promise<Awaited<ReturnType<SessionReads[K]>>> {
+    let refused: string | null = null
+    for (let attempt = 0; ; attempt++) {
+      if (this.ownership.holds(tenantId, sessionId)) return invoke<Awaited<ReturnType<SessionReads[K]>>>(this.host, op, args)
+      const holder = await this.ownership.leaseHolder(tenantId, sessionId)
+      // an instance that just said it does not hold the session has let it lapse: all of it is written
+      if (holder === null || holder === refused) return invoke<Awaited<ReturnType<SessionReads[K]>>>(this.stored, op, args)
+      try {
+        return (await this.ask(holder, { tenantId, sessionId, op, args, read: true }, timeoutMs)) as Awaited<ReturnType<SessionReads[K]>>
+      } catch (error) {
+        if (!(error instanceof NotOwner) || attempt >= 5)
+          throw error instanceof NotOwner ? new InternalError('the session is moving between instances; try again') : error
+        refused = holder
+      }
+    }
   }
 
-  private ask(owner: string, call: Pick<Call, 'tenantId' | 'sessionId' | 'op' | 'args'>, timeoutMs: number): Promise<unknown> {
+  private ask(owner: string, call: Pick<Call, 'tenantId' | 'sessionId' | 'op' | 'args' | 'read'>, timeoutMs: number): Promise<unknown> {
     const { fanout, instanceId } = this.link
     const id = randomUUID()
     return new Promise((resolve, reject) => {
@@ -130,9 +160,10 @@ export class SessionRouter {
   private async answer(call: Call): Promise<void> {
     let answer: Answer
     try {
-      const claim = await this.ownership.claim(call.tenantId, call.sessionId)
-      if (!claim.mine || !(call.op in this.handlers)) answer = { kind: 'answer', id: call.id, notOwner: true }
-      else answer = { kind: 'answer', id: call.id, value: (await this.runHere(call.op, call.args)) ?? null }
+      const { tenantId, sessionId } = call
+      const mine = call.read ? this.ownership.holds(tenantId, sessionId) : (await this.ownership.claim(tenantId, sessionId)).mine
+      if (!mine) answer = { kind: 'answer', id: call.id, notOwner: true }
+      else answer = { kind: 'answer', id: call.id, value: (await invoke(this.host, call.op, call.args)) ?? null }
     } catch (error) {
       if (!(error instanceof PromptlineError)) this.logger.error('a routed call failed', { op: call.op, error: (error as Error).message })
       answer = { kind: 'answer', id: call.id, error: sent(error) }

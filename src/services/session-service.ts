@@ -41,13 +41,7 @@ export class SessionService {
     private readonly queue: PromptQueue,
     private readonly router: SessionRouter,
     private readonly signers: WebhookSigners,
-  ) {
-    router.handle('deleteSession', (t: string, id: string) => this.deleteHere(t, id))
-    router.handle('messages', (t: string, s: string) => this.memory.messages(t, s))
-    router.handle('status', (t: string, s: string) => this.queue.status(t, s))
-    router.handle('lastSequence', (t: string, s: string) => this.queue.lastSequence(t, s))
-    router.handle('queueOf', (t: string, s: string, terminal: boolean) => this.queueOfHere(t, s, terminal))
-  }
+  ) {}
 
   async create(tenantId: string, input: unknown): Promise<SessionRecord> {
     const parsed = parseInput(createSessionSchema, input, 'input')
@@ -137,18 +131,11 @@ export class SessionService {
   /** Cancels the session's whole queue (aborting its running entry), then deletes it. */
   async delete(tenantId: string, id: string): Promise<string> {
     await this.require(tenantId, id, 'id')
-    return this.router.call(tenantId, id, 'deleteSession', [tenantId, id])
-  }
-
-  private async deleteHere(tenantId: string, id: string): Promise<string> {
-    await this.queue.clearSession(tenantId, id)
-    await this.store.sessions.delete(tenantId, id)
-    this.queue.forget(tenantId, id)
-    return id
+    return this.router.change(tenantId, id, 'deleteSession', [tenantId, id])
   }
 
   messages(tenantId: string, sessionId: string): Promise<MessageRecord[]> {
-    return this.router.call(tenantId, sessionId, 'messages', [tenantId, sessionId])
+    return this.router.read(tenantId, sessionId, 'messages', [tenantId, sessionId])
   }
 
   /** Usage and cost over all the tenant's runs. */
@@ -162,25 +149,16 @@ export class SessionService {
   }
 
   status(tenantId: string, sessionId: string): Promise<SessionStatus> {
-    return this.router.call(tenantId, sessionId, 'status', [tenantId, sessionId])
+    return this.router.read(tenantId, sessionId, 'status', [tenantId, sessionId])
   }
 
   /** The sequence of the last event of the session's stream (0 before any), from its owner. */
   lastSequence(tenantId: string, sessionId: string): Promise<number> {
-    return this.router.call(tenantId, sessionId, 'lastSequence', [tenantId, sessionId])
+    return this.router.read(tenantId, sessionId, 'lastSequence', [tenantId, sessionId])
   }
 
   /** Terminal entries (when asked) from the store, then the outstanding ones live, in queueSequence order. */
   queueOf(tenantId: string, sessionId: string, includeTerminal: boolean): Promise<QueueEntryView[]> {
-    return this.router.call(tenantId, sessionId, 'queueOf', [tenantId, sessionId, includeTerminal])
-  }
-
-  private async queueOfHere(tenantId: string, sessionId: string, includeTerminal: boolean): Promise<QueueEntryView[]> {
-    const outstanding = await this.queue.outstanding(tenantId, sessionId)
-    if (!includeTerminal) return outstanding
-    // an entry leaves the outstanding ones only once its end is written, so none falls between the two reads
-    const live = new Set(outstanding.map((e) => e.queueId))
-    const stored = (await this.store.entries.forSession(tenantId, sessionId, true)).filter((e) => !live.has(e.queueId))
-    return [...stored.map((e) => ({ ...e, position: null })), ...outstanding].sort((a, b) => a.queueSequence - b.queueSequence)
+    return this.router.read(tenantId, sessionId, 'queueOf', [tenantId, sessionId, includeTerminal])
   }
 }

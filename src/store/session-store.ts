@@ -174,6 +174,15 @@ export class SessionStore {
     return row?.leaseOwner ?? null
   }
 
+  /** Who holds the session's lease and until when, as written; null when there is no such session. */
+  async leaseOf(tenantId: string, id: string): Promise<{ owner: string | null; expiresAt: Date | null } | null> {
+    const row = await this.db.session.findUnique({
+      where: { tenantId_id: { tenantId, id } },
+      select: { leaseOwner: true, leaseExpiresAt: true },
+    })
+    return row && { owner: row.leaseOwner, expiresAt: row.leaseExpiresAt }
+  }
+
   /** Extends the leases of `sessions` that `owner` still holds; returns those (any other is lost). */
   async renewLeases(
     owner: string,

@@ -134,6 +134,13 @@ describe('the write path and the session routing', () => {
     expect(router.match(/\bany\b(?!thing)/g) ?? []).toEqual([])
   })
 
+  it('reaches a session through one typed host: no operation is registered by name into a partial map', () => {
+    const bad = sourceFiles(SRC).filter((file) =>
+      /\.handle\(\s*'|Partial<Session(Operations|Changes|Reads)>/.test(readFileSync(file, 'utf8')),
+    )
+    expect(bad.map((file) => path.relative(SRC, file))).toEqual([])
+  })
+
   it('runs one instance as the several-instance code: no module is told whether the database is shared', () => {
     const bad = sourceFiles(SRC).filter((file) => /\bshared\s*[:=?]|\.shared\b|SOLE_OWNERSHIP/.test(readFileSync(file, 'utf8')))
     expect(bad.map((file) => path.relative(SRC, file))).toEqual([])
