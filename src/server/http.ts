@@ -6,6 +6,7 @@ import { WebSocketServer } from 'ws'
 import type { Principal } from '../domain/access.js'
 import { maskError } from '../schema/errors.js'
 import type { App } from './app.js'
+import { batchFrames } from './frame-batching.js'
 
 export interface HttpServer {
   /** http://host:port, with the port really bound (useful with port 0). */
@@ -41,6 +42,7 @@ export async function startHttpServer(app: Pick<App, 'yoga' | 'keys' | 'limits'>
     void yoga(request, response)
   })
   const wss = new WebSocketServer({ server, path: yoga.graphqlEndpoint, maxPayload: limits.maxBodyBytes })
+  wss.on('connection', (ws, request) => batchFrames(ws, request.socket))
   // a socket is authenticated once, on connection_init; its operations run as that principal
   const principals = new WeakMap<object, Principal>()
   useServer(
