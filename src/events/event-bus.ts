@@ -185,10 +185,11 @@ export class SessionEventBus {
 
   /**
    * Publishes a run's last events only once `write` has stored them, in the caller's transaction
-   * with the rest of the run's end (DESIGN §6). Everything published before and not yet written
+   * with the rest of the run's end. Everything the session published before and not yet written
    * goes into that transaction too (`earlier`, to be stored whatever `write` decides), so the end
    * waits for no write of its own; what the session publishes meanwhile waits behind them, so
-   * subscribers still get every sequence in order. When `write` returns false or throws, these
+   * subscribers still get every sequence in order. No other session's events, and no other
+   * session's transaction, are part of it. When `write` returns false or throws, these
    * events are never delivered and their numbers stay unused. Resolves to what `write` resolved to.
    */
   async commit(
@@ -203,7 +204,7 @@ export class SessionEventBus {
     for (const event of events) stream.outbox.push({ event, state: 'writing' })
     let written = false
     try {
-      written = await this.writer.writeWith((earlier) => write(events, earlier))
+      written = await this.writer.writeWith(tenantId, sessionId, (earlier) => write(events, earlier))
       if (written) stream.stored = true
       return written
     } finally {

@@ -16,21 +16,32 @@ export interface EventWriterOutcomes {
   refused(events: readonly SessionEvent[]): void
 }
 
+/** One session's part of the writer: its queued events, and the writes under way that hold its earlier ones. */
+interface Lane {
+  session: string
+  queued: SessionEvent[]
+  /** Settles once every write of this session's events started so far has ended; never rejects. */
+  tail: Promise<void>
+  /** Writes of this session's events under way. */
+  writing: number
+}
+
+const sessionOf = (event: SessionEvent) => `${event.tenantId}/${event.sessionId}`
+
 /**
  * The batched writer of the event log: published events wait at most `flushIntervalMs` (an
- * event enqueued `soon`, the next turn of the event loop), then go in multi-row inserts of up to
- * `batchSize`, one batch at a time so each session's rows land in sequence order.
+ * event enqueued `soon`, the next turn of the event loop), then go in multi-row inserts of up
+ * to `batchSize`, one batch at a time. Each session has a lane of its own: its events are
+ * written in sequence order, by one write at a time (a batch, or a transaction of its own that
+ * `writeWith` hands them to), so the log never holds an event while one before it is still
+ * being written; no session waits for another's transaction.
  */
 export class EventWriter {
-  private readonly queue: SessionEvent[] = []
+  private readonly lanes = new Map<string, Lane>()
   private timer: NodeJS.Timeout | null = null
   private soon: NodeJS.Immediate | null = null
-  /** The last write handed over by `writeWith`: the next one starts after it. */
-  private handing: Promise<void> = Promise.resolve()
-  /** The batch `flush()` is writing: its events stay queued until it has landed. */
-  private writing: Promise<void> | null = null
-  /** The writes handed over and not yet ended: `flush()` waits for them. */
-  private readonly handedOver = new Set<Promise<unknown>>()
+  /** The batch being written: batches go one at a time. */
+  private batch: Promise<void> | null = null
   private batchFailures = 0
 
   constructor(
@@ -41,9 +52,34 @@ export class EventWriter {
     private readonly metrics: Metrics,
   ) {}
 
+  private lane(session: string): Lane {
+    let lane = this.lanes.get(session)
+    if (!lane) {
+      lane = { session, queued: [], tail: Promise.resolve(), writing: 0 }
+      this.lanes.set(session, lane)
+    }
+    return lane
+  }
+
+  /** Runs `write` after every write of the lane started before it, counting it as under way. */
+  private inLane<T>(lane: Lane, write: () => Promise<T>): Promise<T> {
+    lane.writing++
+    const result = lane.tail.then(write)
+    lane.tail = result.then(
+      () => this.settled(lane),
+      () => this.settled(lane),
+    )
+    return result
+  }
+
+  private settled(lane: Lane): void {
+    lane.writing--
+    if (lane.writing === 0 && lane.queued.length === 0) this.lanes.delete(lane.session)
+  }
+
   /** Queues an event; `soon` writes it (and whatever waits) at the next turn instead of within the interval. */
   enqueue(event: SessionEvent, soon = false): void {
-    this.queue.push(event)
+    this.lane(sessionOf(event)).queued.push(event)
     if (soon) this.soon ??= setImmediate(() => void this.flush())
     else this.timer ??= setTimeout(() => void this.flush(), this.options.flushIntervalMs)
   }
@@ -55,61 +91,76 @@ export class EventWriter {
     this.soon = null
   }
 
-  /** Writes every event enqueued so far (and waits for those handed to `writeWith`). */
+  /** Writes every event enqueued so far, and waits for the writes handed to `writeWith`. */
   async flush(): Promise<void> {
     this.clearTimers()
     for (;;) {
-      if (this.writing !== null) await this.writing
-      else if (this.handedOver.size > 0) await Promise.all(this.handedOver)
-      else break
-    }
-    while (this.queue.length > 0) {
-      const batch = this.queue.slice(0, this.options.batchSize)
-      this.writing = this.writeBatch(batch)
-      try {
-        await this.writing
-      } catch {
-        this.timer ??= setTimeout(() => void this.flush(), RETRY_MS)
-        return
-      } finally {
-        this.writing = null
+      if (this.batch) {
+        await this.batch.catch(() => {})
+        continue
       }
-      this.queue.splice(0, batch.length)
+      const ready = [...this.lanes.values()].filter((lane) => lane.writing === 0 && lane.queued.length > 0)
+      if (ready.length === 0) {
+        const busy = [...this.lanes.values()].filter((lane) => lane.writing > 0)
+        if (busy.length === 0) return
+        await Promise.all(busy.map((lane) => lane.tail))
+        continue
+      }
+      if (!(await this.writeReady(ready))) return
+    }
+  }
+
+  /** Writes one batch from the lanes that have nothing under way; false when it failed (it is queued again). */
+  private async writeReady(ready: Lane[]): Promise<boolean> {
+    const taken: { lane: Lane; events: SessionEvent[] }[] = []
+    let room = this.options.batchSize
+    for (const lane of ready) {
+      if (room === 0) break
+      const events = lane.queued.splice(0, room)
+      room -= events.length
+      taken.push({ lane, events })
+    }
+    const batch = taken.flatMap((t) => t.events)
+    let landed!: () => void
+    const held = new Promise<void>((resolve) => {
+      landed = resolve
+    })
+    for (const { lane } of taken) void this.inLane(lane, () => held)
+    this.batch = this.writeBatch(batch)
+    try {
+      await this.batch
+      return true
+    } catch {
+      for (const { lane, events } of taken) lane.queued.unshift(...events)
+      this.timer ??= setTimeout(() => void this.flush(), RETRY_MS)
+      return false
+    } finally {
+      this.batch = null
+      landed()
     }
   }
 
   /**
-   * Hands every queued event to `write`, which stores them in a transaction of its own making (a
-   * run's end, with its last events), so they cost no statement of their own. Handed-over writes
-   * run one at a time, in the order they were handed over, so the log never holds an event while
-   * one before it is still being written elsewhere; a batch of `flush()`'s, still queued while it
-   * is written, lands first. When `write` throws, its events are queued again ahead of later ones.
+   * Hands the session's queued events to `write`, which stores them in a transaction of its own
+   * making (a run's start or end, with its own events), so they cost no statement of their own.
+   * It runs once every earlier write of the session's events has ended; when it throws, its
+   * events are queued again ahead of later ones.
    */
-  writeWith<T>(write: (queued: SessionEvent[]) => Promise<T>): Promise<T> {
-    const written = this.handing.then(() => this.handOver(write))
-    const done: Promise<boolean> = written.then(
-      () => this.handedOver.delete(done),
-      () => this.handedOver.delete(done),
-    )
-    this.handing = done.then(() => {})
-    this.handedOver.add(done)
-    return written
-  }
-
-  private async handOver<T>(write: (queued: SessionEvent[]) => Promise<T>): Promise<T> {
-    while (this.writing !== null) await this.writing.catch(() => {})
-    this.clearTimers()
-    const batch = this.queue.splice(0)
-    try {
-      const value = await write(batch)
-      for (const event of batch) this.outcomes.written(event)
-      if (batch.length > 0) this.metrics.eventsWritten(batch.length, Date.now() - Date.parse(batch[0]!.at))
-      return value
-    } catch (error) {
-      this.queue.unshift(...batch)
-      if (this.queue.length > 0) this.timer ??= setTimeout(() => void this.flush(), RETRY_MS)
-      throw error
-    }
+  writeWith<T>(tenantId: string, sessionId: string, write: (queued: SessionEvent[]) => Promise<T>): Promise<T> {
+    const lane = this.lane(`${tenantId}/${sessionId}`)
+    return this.inLane(lane, async () => {
+      const queued = lane.queued.splice(0)
+      try {
+        const value = await write(queued)
+        for (const event of queued) this.outcomes.written(event)
+        if (queued.length > 0) this.metrics.eventsWritten(queued.length, Date.now() - Date.parse(queued[0]!.at))
+        return value
+      } catch (error) {
+        lane.queued.unshift(...queued)
+        if (lane.queued.length > 0) this.timer ??= setTimeout(() => void this.flush(), RETRY_MS)
+        throw error
+      }
+    })
   }
 
   /**
@@ -131,10 +182,9 @@ export class EventWriter {
     this.batchFailures = 0
     const bySession = new Map<string, SessionEvent[]>()
     for (const event of batch) {
-      const key = `${event.tenantId}/${event.sessionId}`
-      const group = bySession.get(key)
-      if (group) group.push(event)
-      else bySession.set(key, [event])
+      const events = bySession.get(sessionOf(event))
+      if (events) events.push(event)
+      else bySession.set(sessionOf(event), [event])
     }
     for (const [session, events] of bySession) {
       try {

@@ -19,7 +19,7 @@ export interface RunEnd {
   messages: MessageRecord[]
   /** Its last events, numbered: the history's, the entry's and RUN_FINISHED. */
   events: SessionEvent[]
-  /** Events published before these and not yet written (any session's): stored whether or not the end is. */
+  /** Events of its session published before these and not yet written: stored whether or not the end is. */
   earlier: SessionEvent[]
 }
 

@@ -134,6 +134,12 @@ describe('the write path and the session routing', () => {
     expect(router.match(/\bany\b(?!thing)/g) ?? []).toEqual([])
   })
 
+  it("has no global write chain: a transaction handed the unwritten events is one session's", () => {
+    const writer = readFileSync(path.join(SRC, 'events/event-writer.ts'), 'utf8')
+    expect(writer).toMatch(/writeWith<T>\(tenantId: string, sessionId: string,/)
+    expect(writer).not.toMatch(/private handing\b/)
+  })
+
   it('reaches a session through one typed host: no operation is registered by name into a partial map', () => {
     const bad = sourceFiles(SRC).filter((file) =>
       /\.handle\(\s*'|Partial<Session(Operations|Changes|Reads)>/.test(readFileSync(file, 'utf8')),

@@ -72,7 +72,7 @@ describe('the event writer', () => {
     writer.enqueue(event('s', 1))
     writer.enqueue(event('s', 2))
     await expect(
-      writer.writeWith(async (queued) => {
+      writer.writeWith('t', 's', async (queued) => {
         expect(queued.map((e) => e.sequence)).toEqual([1, 2])
         throw new Error('database down')
       }),
@@ -81,7 +81,7 @@ describe('the event writer', () => {
     writer.enqueue(event('s', 3))
     // a flush asked for meanwhile waits for the caller's write
     let flushed = false
-    const taken = writer.writeWith(async (queued) => {
+    const taken = writer.writeWith('t', 's', async (queued) => {
       await new Promise((r) => setTimeout(r, 20))
       expect(flushed).toBe(false)
       stored.push(...queued)
@@ -92,5 +92,36 @@ describe('the event writer', () => {
     await flushing
     expect(stored.map((e) => e.sequence)).toEqual([1, 2, 3])
     expect(written.map((e) => e.sequence)).toEqual([1, 2, 3])
+  })
+
+  it("hands a session's transaction only that session's events, and never makes it wait for another session's", async () => {
+    const stored: SessionEvent[] = []
+    const store = { append: async (events: readonly SessionEvent[]) => void stored.push(...events) }
+    const writer = new EventWriter(
+      store as unknown as EventStore,
+      createLogger('silent'),
+      { flushIntervalMs: 60_000, batchSize: 500 },
+      { written: () => {}, refused: () => {} },
+      NO_METRICS,
+    )
+    for (const e of [event('slow', 1), event('quick', 1), event('slow', 2), event('quick', 2)]) writer.enqueue(e)
+    let release!: () => void
+    const held = new Promise<void>((resolve) => {
+      release = resolve
+    })
+    const handed: Record<string, string[]> = {}
+    const slow = writer.writeWith('t', 'slow', async (queued) => {
+      handed.slow = queued.map((e) => `${e.sessionId}#${e.sequence}`)
+      await held
+    })
+    await writer.writeWith('t', 'quick', async (queued) => {
+      handed.quick = queued.map((e) => `${e.sessionId}#${e.sequence}`)
+    })
+    // the quick session's transaction ended while the slow one's is still open
+    expect(handed).toEqual({ slow: ['slow#1', 'slow#2'], quick: ['quick#1', 'quick#2'] })
+    release()
+    await slow
+    await writer.close()
+    expect(stored).toEqual([])
   })
 })
