@@ -1,8 +1,8 @@
 import { type EntryStatus, type QueueEntryRecord, RUN_STATUSES, type RunRecord, type RunStatus } from './records.js'
 
 /**
- * The two state machines of DESIGN §1, each as one table: the statuses a record may move to
- * from each status. Everything that changes a status goes through `advanceRun` / `advanceEntry`,
+ * The state machines of queue entries, runs and session queues, each as one table: the
+ * statuses a record may move to from each status. Everything that changes a status goes through `advanceRun` / `advanceEntry`,
  * so an illegal move fails loudly where it is attempted instead of being written.
  */
 export const RUN_TRANSITIONS: Readonly<Record<RunStatus, readonly RunStatus[]>> = {

@@ -1,4 +1,4 @@
-/** Admission limits (DESIGN §1); every one answers QueueFullError when exceeded. */
+/** Admission limits; every one answers QueueFullError when exceeded. */
 export interface QueueLimits {
   /** Outstanding prompts (queued, scheduled, running) plus unapplied steers, per session. */
   maxOutstandingPerSession: number
@@ -23,7 +23,7 @@ export const DEFAULT_QUEUE_LIMITS: QueueLimits = {
   idempotencyTtlMs: 24 * 60 * 60 * 1000,
 }
 
-/** What one request may ask of the server (DESIGN: bounded work per request). */
+/** What one request may ask of the server: its work is bounded. */
 export interface RequestLimits {
   /** Nesting of selections, fragments flattened. */
   maxDepth: number
@@ -59,7 +59,7 @@ export const DEFAULT_REQUEST_LIMITS: RequestLimits = {
   publicSchema: true,
 }
 
-/** How live runs show they are alive, and when the reaper ends those that do not (DESIGN §6). */
+/** How live runs show they are alive, and when the reaper ends those that do not. */
 export interface DurabilityTimes {
   /** How often a live run writes its heartbeat (and its last progress). */
   heartbeatMs: number

@@ -3,7 +3,7 @@ import type { QueueLimits } from '../domain/limits.js'
 import type { SessionQueue } from './session-queue.js'
 
 /**
- * The admission limits of DESIGN §1: per session (outstanding prompts and steers, and their
+ * The admission limits: per session (outstanding prompts and steers, and their
  * bytes) and server-wide (admitted prompts not yet started, and their bytes). Over any of them
  * a prompt or steer is refused with QueueFullError before anything is written.
  */

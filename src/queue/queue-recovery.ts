@@ -43,7 +43,7 @@ const ENDS = {
 } as const
 
 /**
- * What crashed processes leave behind (DESIGN §6). At start an instance takes back the sessions
+ * What crashed processes leave behind (docs/architecture.md, Durability). At start an instance takes back the sessions
  * its id held before it stopped: what ran in them died with it, so those runs end INTERRUPTED at
  * once. A session another instance held is taken over when its lease lapses: its live runs end
  * STALE once their heartbeat is stale. Either way the entries are reconciled with their runs and

@@ -95,7 +95,7 @@ export interface PreparedPrompt extends AdmittedPrompt {
 }
 
 /**
- * DESIGN §2, resolution and completion phases, for a request validated at the service boundary:
+ * A request's resolution and completion, for a request validated at the service boundary:
  * load the prompt, pick and load the profile and backend, merge settings, resolve credentials
  * and the output contract, and render the templates (`admit`, once per request); then place the
  * rendering around the session history as it is when the run starts and hash it (`assemble`).

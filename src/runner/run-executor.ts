@@ -54,7 +54,7 @@ const now = () => new Date().toISOString()
 const newProgress = (): AnswerProgress => ({ text: '', segment: '', attempt: 0, transcript: [] })
 
 /**
- * Executes and owns one queue entry's run (DESIGN §2): its row; the admitted resolution (or a
+ * Executes and owns one queue entry's run: its row; the admitted resolution (or a
  * fresh one for an entry recovered after a restart); a lease on the backend (waiting in line as
  * WAITING_CAPACITY, or CAPACITY at once past its limit); the messages around the history as it
  * is now; generation with failover, steering and repairs (or, for a parallel prompt, several

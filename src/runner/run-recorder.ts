@@ -48,7 +48,7 @@ const now = () => new Date().toISOString()
  * The durable side of one run: its row (inserted with its entry's claim, updated through its
  * journal, so no write waits on the token path), its heartbeat and progress marks,
  * the marker of an open model call, its status moves through the run state machine, and its
- * end — row, entry, history turn, last events — written in one transaction (DESIGN §6).
+ * end — row, entry, history turn, last events — written in one transaction.
  */
 export class RunRecorder {
   readonly run: RunRecord

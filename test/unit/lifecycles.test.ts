@@ -12,7 +12,7 @@ import type { ActiveRun } from '../../src/queue/session-queue.js'
 import { SessionQueue } from '../../src/queue/session-queue.js'
 
 describe('the run state machine', () => {
-  it('walks the DESIGN path: preparing, waiting, generating, validating, repairing, completed', () => {
+  it('walks the documented path: preparing, waiting, generating, validating, repairing, completed', () => {
     const run = { status: 'PREPARING' as RunStatus }
     for (const to of ['WAITING_CAPACITY', 'GENERATING', 'VALIDATING', 'REPAIRING', 'GENERATING', 'VALIDATING', 'COMPLETED'] as const) {
       advanceRun(run, to)
