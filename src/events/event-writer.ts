@@ -95,7 +95,7 @@ export class EventWriter {
   async flush(): Promise<void> {
     this.clearTimers()
     for (;;) {
-      if (this.batch) {
+      if (this.batch !== null) {
         await this.batch.catch(() => {})
         continue
       }
