@@ -22,7 +22,7 @@ export interface Branch {
 }
 
 /** Starts a branch on a chain of candidates; its tokens are tagged with `tag`. */
-export type BranchFactory = (chain: Candidate[], signal: AbortSignal, tag: string | null, judge?: boolean) => Branch
+type BranchFactory = (chain: Candidate[], signal: AbortSignal, tag: string | null, judge?: boolean) => Branch
 
 /** Why a parallel candidate was stopped: another one was selected first. */
 class NotSelected extends Error {}

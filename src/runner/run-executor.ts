@@ -1,23 +1,17 @@
-import type { CapacityPools, Release } from '../capacity/capacity-pool.js'
+import type { CapacityPools } from '../capacity/capacity-pool.js'
 import type { Backend } from '../domain/catalog.js'
-import { fileIdsIn } from '../domain/content-parts.js'
-import { PromptlineError, ToolTimeoutError } from '../domain/errors.js'
 import type { QueueEntryRecord, RunRecord } from '../domain/records.js'
 import { inRunSpan } from '../domain/tracing.js'
-import { type FileBytes, NO_FILES } from '../providers/content-parts.js'
+import type { FileBytes } from '../providers/content-parts.js'
 import type { ModelClient } from '../providers/model-client.js'
-import type { AnswerHooks, AnswerProgress } from './answer.js'
-import { ModelCaller } from './model-caller.js'
-import { alternativeOf, type Branch, type BranchFactory, runParallel } from './parallel.js'
-import type { AdmittedPrompt, Candidate, PromptPreparer } from './prepare.js'
+import type { AdmittedPrompt, PromptPreparer } from './prepare.js'
 import type { RecordJournal } from './record-journal.js'
-import { type ResponseCacheDeps, RunResponseCache, replayHit } from './response-cache.js'
-import { carriedOf, follow, recordFinish, tally } from './run-accounting.js'
-import { type RunEnding, RunRecorder, type RunRecorderDeps } from './run-recorder.js'
-import { RunStop, STALLS } from './run-stop.js'
+import { type ResponseCacheDeps, RunResponseCache } from './response-cache.js'
+import { RunGeneration } from './run-generation.js'
+import { RunRecorder, type RunRecorderDeps } from './run-recorder.js'
+import { type RunStop, STALLS } from './run-stop.js'
 import { SteerInbox } from './steer-inbox.js'
-import { type CoalescerPacing, TokenCoalescer } from './token-coalescer.js'
-import { answerThroughRounds } from './tool-loop.js'
+import type { CoalescerPacing } from './token-coalescer.js'
 import { type SubmittedResult, ToolRounds } from './tool-rounds.js'
 
 /** A run started by `RunExecutor.start`: the queue reads it, stops it, steers it and awaits its end. */
@@ -49,9 +43,6 @@ export interface RunExecutorDeps extends RunRecorderDeps {
   capacity: CapacityPools
   coalescer: CoalescerPacing
 }
-
-const now = () => new Date().toISOString()
-const newProgress = (): AnswerProgress => ({ text: '', segment: '', attempt: 0, transcript: [] })
 
 /**
  * Executes and owns one queue entry's run: its row; the admitted resolution (or a
@@ -94,7 +85,17 @@ export class RunExecutor {
     })
     const cache = new RunResponseCache(this.deps.responseCache, entry.request)
     const finished = inRunSpan(recorder.run, async () => {
-      const end = await this.generate(recorder, tools, entry, admitted, controller.signal, steers, cache, () => generationStarted(true))
+      const generation = new RunGeneration(this.deps, {
+        recorder,
+        tools,
+        entry,
+        admitted,
+        signal: controller.signal,
+        steers,
+        cache,
+        onGenerating: () => generationStarted(true),
+      })
+      const end = await generation.generate()
       ending = true
       generationStarted(false)
       // shut down while it waited for tool results: it waits on, in the store, for its next owner
@@ -123,189 +124,4 @@ export class RunExecutor {
       onWaiting: (listener) => recorder.onWaiting(listener),
     }
   }
-
-  /** Everything up to the run's end; decides how it ends (null: it is left waiting for tool results), never throws. */
-  private async generate(
-    recorder: RunRecorder,
-    tools: ToolRounds,
-    entry: QueueEntryRecord,
-    admitted: AdmittedPrompt | null,
-    signal: AbortSignal,
-    steers: SteerInbox,
-    cache: RunResponseCache,
-    onGenerating: () => void,
-  ): Promise<Omit<RunEnding, 'unappliedSteerIds'> | null> {
-    const { run } = recorder
-    // a resumed run waits for its results before it leases anything
-    const resumedWaiting = tools.waiting !== null
-    const carried = resumedWaiting ? carriedOf(run) : null
-    const leases = new Map<string, Release>()
-    const lease = async (backend: Backend) => {
-      if (leases.has(backend.id)) return leases.get(backend.id)!
-      const release = await this.deps.capacity.get(backend).lease(signal, () => recorder.advance('WAITING_CAPACITY', true))
-      leases.set(backend.id, release)
-      // a failover that waited for another backend's capacity goes on generating
-      if (run.status === 'WAITING_CAPACITY' && run.renderedHash !== null) recorder.advance('GENERATING', true)
-      return release
-    }
-    const releaseLeases = () => {
-      for (const release of leases.values()) release()
-      leases.clear()
-    }
-    const branches: Branch[] = []
-    // the bytes of the files the messages name, read once they are assembled (branches start after)
-    let files = NO_FILES
-    const branch: BranchFactory = (chain, branchSignal, candidateTag, judge = false) => {
-      const progress = newProgress()
-      const created: Branch = {
-        judge,
-        tag: candidateTag,
-        caller: new ModelCaller(chain, this.deps, branchSignal, lease, recorder, files),
-        progress,
-        coalescer: new TokenCoalescer(
-          (text) => recorder.publish({ type: 'TOKEN_DELTA', text, attempt: progress.attempt, candidate: candidateTag }),
-          this.deps.coalescer,
-        ),
-        status: 'RUNNING',
-        answer: null,
-        error: null,
-      }
-      branches.push(created)
-      return created
-    }
-    const hooks = (b: Branch, reportsStatus: boolean): AnswerHooks => ({
-      coalescer: b.coalescer,
-      onFirstToken: () => {
-        if (run.firstTokenAt === null) run.firstTokenAt = now()
-      },
-      onSteerApplied: (steerId) => recorder.publish({ type: 'STEER_APPLIED', steerId }),
-      onRestart: (attempt, reason, discardedChars) =>
-        recorder.publish({ type: 'GENERATION_RESTARTED', attempt, reason, discardedChars, candidate: b.tag }),
-      // the candidates of a parallel prompt validate and repair each on its own: the run stays GENERATING
-      onStatus: (status) => reportsStatus && recorder.advance(status, status === 'REPAIRING'),
-      onToolCall: (call, argumentsDelta, started) => {
-        if (started) recorder.publish({ type: 'TOOL_CALL_STARTED', callId: call.callId, name: call.name, round: run.toolRounds.length })
-        if (argumentsDelta !== '') recorder.publish({ type: 'TOOL_CALL_DELTA', callId: call.callId, argumentsDelta })
-      },
-    })
-    let turn: AdmittedPrompt['turn'] = []
-    try {
-      const resolution = admitted ?? (await this.deps.preparer.admit(run.tenantId, entry.sessionId, entry.request))
-      signal.throwIfAborted()
-      follow(run, resolution.candidates[0]!)
-      run.promptVersion = resolution.prompt?.version ?? null
-      run.promptLabel = resolution.promptLabel
-      run.splitBucket = resolution.splitBucket
-      run.includes = resolution.includes.list
-      run.definitionHash = resolution.prompt?.definitionHash ?? null
-      // admission: a lease on the first backend with credentials, before the history is read
-      const chains = resolution.parallel ?? [resolution.candidates]
-      for (const chain of chains) {
-        const first = chain.find((c) => c.credential.available)
-        if (!resumedWaiting && (first || chains.length === 1)) await lease((first ?? chain[0]!).backend)
-      }
-      const prepared = await this.deps.preparer.assemble(resolution)
-      signal.throwIfAborted()
-      turn = prepared.turn
-      const hit = resumedWaiting ? null : await cache.lookup(prepared, run)
-      const fileIds = hit ? [] : fileIdsIn(prepared.messages)
-      if (fileIds.length > 0) files = await this.deps.files.read(run.tenantId, fileIds)
-      signal.throwIfAborted()
-      if (!resumedWaiting) {
-        run.renderedHash = prepared.renderedHash
-        recorder.advance('GENERATING', true)
-      }
-      onGenerating()
-      if (hit) return replayHit(recorder, hit, turn)
-
-      const maxRepairs = prepared.prompt?.definition.maxRepairs ?? 0
-      let selected: Branch
-      // a parallel prompt's candidates answer at once; a resumed one goes on with the one that answered
-      if (resolution.parallel && !resumedWaiting) {
-        const spec = prepared.prompt!.definition.parallel!
-        const { preparer } = this.deps
-        const chainsOf = resolution.parallel
-        selected = await runParallel({
-          prepared,
-          chains: chainsOf,
-          spec,
-          signal,
-          maxRepairs,
-          branch,
-          hooks: (b) => hooks(b, false),
-          preparer,
-        })
-      } else selected = branch(answeringChain(resolution, run.profileId), signal, null)
-      const answer = await answerThroughRounds({
-        branch: selected,
-        prepared,
-        maxRepairs,
-        steers,
-        tools,
-        recorder,
-        hooks: hooks(selected, true),
-        signal,
-        releaseLeases,
-        account: (round) => {
-          follow(run, selected.caller.candidate)
-          recordFinish(run, round)
-          tally(run, round.text, branches, carried)
-        },
-      })
-      selected.answer = answer
-      selected.status = 'COMPLETED'
-      follow(run, selected.caller.candidate)
-      recordFinish(run, answer)
-      Object.assign(run, {
-        parsedOutput: answer.validation.parsed ?? null,
-        validation: { valid: answer.validation.valid, errors: answer.validation.errors, attempts: answer.attempts },
-        alternatives: branches.filter((b) => b !== selected && !b.judge).map(alternativeOf),
-      } satisfies Partial<RunRecord>)
-      tally(run, answer.text, branches, carried)
-      const transcript = [
-        ...turn,
-        ...tools.added,
-        ...selected.progress.transcript,
-        { role: 'assistant' as const, content: selected.progress.segment },
-      ]
-      return { status: 'COMPLETED', terminalReason: 'COMPLETED', errorCode: null, errorMessage: null, transcript, history: 'ALL' }
-    } catch (error) {
-      const lead = branches[0]
-      tally(run, lead?.progress.text ?? '', branches, carried)
-      if (error instanceof RunStop) {
-        if (error.reason === 'SHUTDOWN' && tools.waiting) return null
-        const partial = lead && lead.progress.segment !== '' ? [{ role: 'assistant' as const, content: lead.progress.segment }] : []
-        // stopped while it waited: its turn ends with the calls (a replay leaves out those without a result)
-        const last = tools.waiting ? [] : [...(lead?.progress.transcript ?? []), ...partial]
-        const transcript = [...turn, ...tools.exchange(), ...last]
-        const history = error.keepTurn ? 'INTERRUPT' : 'NONE'
-        return {
-          status: 'ABORTED',
-          terminalReason: error.reason,
-          errorCode: error.errorCode,
-          errorMessage: error.message,
-          transcript,
-          history,
-        }
-      }
-      const known = error instanceof PromptlineError
-      if (!known) recorder.logger.error('run failed unexpectedly', { error: (error as Error)?.message })
-      return {
-        status: 'FAILED',
-        terminalReason: error instanceof ToolTimeoutError ? 'TOOL_TIMEOUT' : 'ERROR',
-        errorCode: known ? error.code : 'INTERNAL',
-        errorMessage: known ? error.message : 'the run failed unexpectedly',
-        transcript: [],
-        history: 'NONE',
-      }
-    } finally {
-      for (const b of branches) b.coalescer.close()
-      releaseLeases()
-    }
-  }
-}
-
-/** The candidates a run goes on with: the parallel chain of the profile that answered (a resumed run), else the profile's. */
-function answeringChain(resolution: AdmittedPrompt, profileId: string | null): Candidate[] {
-  return resolution.parallel?.find((chain) => chain[0]!.profile.id === profileId) ?? resolution.candidates
 }
