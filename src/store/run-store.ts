@@ -1,23 +1,9 @@
 import type { Prisma } from '@db/client'
-import type { PromptInclude } from '../domain/catalog.js'
+import type { z } from 'zod'
 import { TERMINAL_RUN_STATUSES } from '../domain/lifecycles.js'
-import type {
-  Alternative,
-  FailoverAttempt,
-  FinishReason,
-  OutputValidation,
-  Reasoning,
-  RunCache,
-  RunCursor,
-  RunFilter,
-  RunRecord,
-  RunRequest,
-  RunStatus,
-  TerminalReason,
-  Usage,
-} from '../domain/records.js'
-import type { ToolRound } from '../domain/tools.js'
+import type { FinishReason, RunCursor, RunFilter, RunRecord, RunRequest, RunStatus, TerminalReason, Usage } from '../domain/records.js'
 import type { Db } from './database.js'
+import { parsedColumn, RUN_JSON } from './run-json-columns.js'
 import { liveRun } from './run-ledger.js'
 import { runColumns } from './run-path-rows.js'
 import type { Sql } from './sql-dialects.js'
@@ -92,17 +78,19 @@ function toRecord(row: Row): RunRecord {
     cache,
     ...rest
   } = row
+  const json = <K extends keyof typeof RUN_JSON>(column: K, value: unknown) =>
+    parsedColumn(RUN_JSON[column], value, `Run.${column}`, row.id) as z.output<(typeof RUN_JSON)[K]>
   return {
     ...rest,
-    validation: validation as OutputValidation | null,
-    failoverAttempts: (failoverAttempts as FailoverAttempt[] | null) ?? [],
-    alternatives: (alternatives as Alternative[] | null) ?? [],
-    reasoning: reasoning as Reasoning | null,
-    toolRounds: (toolRounds as ToolRound[] | null) ?? [],
-    tags: (tags as string[] | null) ?? [],
-    includes: (includes as PromptInclude[] | null) ?? [],
+    validation: json('validation', validation),
+    failoverAttempts: json('failoverAttempts', failoverAttempts) ?? [],
+    alternatives: json('alternatives', alternatives) ?? [],
+    reasoning: json('reasoning', reasoning),
+    toolRounds: json('toolRounds', toolRounds) ?? [],
+    tags: json('tags', tags) ?? [],
+    includes: json('includes', includes) ?? [],
     outputEnforcement: outputEnforcement as RunRecord['outputEnforcement'],
-    cache: cache as RunCache | null,
+    cache: json('cache', cache),
     status: row.status as RunStatus,
     terminalReason: row.terminalReason as TerminalReason | null,
     finishReason: row.finishReason as FinishReason | null,

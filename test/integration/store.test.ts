@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import type { SessionEvent } from '../../src/domain/events.js'
 import type { QueueEntryRecord, RunRecord } from '../../src/domain/records.js'
+import { openDatabase } from '../../src/store/database.js'
 import { openStore, type Store } from '../../src/store/store.js'
 import { createTestDatabase, providers, type TestDatabase } from '../helpers/databases.js'
 
@@ -332,5 +333,15 @@ describe.each(providers)('records written by the store read back the same (%s)',
       expect((await store.events.forRun('t', `run-${id}`, 0, 10)).map((e) => e.sequence)).toEqual([600 + i])
     }
     expect((await store.sessions.messages('t', 's')).filter((m) => m.id !== 'm-1').map((m) => m.content)).toEqual(ids)
+  })
+
+  it('refuses to read a run whose JSON column does not hold what a run record says, naming the column and the row', async () => {
+    const other = await openDatabase(database.url)
+    try {
+      await other.db.run.update({ where: { id: 'run-1' }, data: { failoverAttempts: { not: 'a list' } } })
+    } finally {
+      await other.close()
+    }
+    await expect(store.runs.find('t', 'run-1')).rejects.toThrow(/Run\.failoverAttempts of row 'run-1'/)
   })
 })
