@@ -1,7 +1,7 @@
 import type { Prisma } from '@db/client'
 import type { SessionEvent } from '../domain/events.js'
 import type { Db } from './database.js'
-import { eventRow } from './run-path-rows.js'
+import type { RunPathStatements } from './run-path-statements.js'
 import type { Sql } from './sql-dialects.js'
 
 const select = {
@@ -28,17 +28,17 @@ const toEvent = (row: Row): SessionEvent =>
 
 /**
  * The persisted event log of session streams. Its rows go in with one multi-row INSERT built by
- * Kysely and run on the driver (Prisma compiles a new plan for every `createMany`).
+ * Kysely, compiled once per row count and run on the driver.
  */
 export class EventStore {
   constructor(
     private readonly db: Db,
-    private readonly sql: Sql,
+    private readonly statements: RunPathStatements,
   ) {}
 
   /** Writes a batch in one statement, in `on` (an open transaction) when given. */
-  async append(events: readonly SessionEvent[], on: Sql = this.sql): Promise<void> {
-    if (events.length > 0) await on.insertInto('RunEvent').values(events.map(eventRow)).execute()
+  append(events: readonly SessionEvent[], on?: Sql): Promise<void> {
+    return this.statements.insertEvents(events, on)
   }
 
   /** Events of a session after `afterSequence`, in order, at most `limit`. */

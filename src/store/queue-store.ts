@@ -2,8 +2,7 @@ import type { Prisma } from '@db/client'
 import { type EntryStatus, type QueueEntryRecord, type RunRequest, TERMINAL_ENTRY_STATUSES } from '../domain/records.js'
 import type { Db } from './database.js'
 import { uniqueChecked } from './errors.js'
-import { entryColumns, entryRow } from './run-path-rows.js'
-import type { Sql } from './sql-dialects.js'
+import type { RunPathStatements } from './run-path-statements.js'
 
 const select = {
   id: true,
@@ -58,17 +57,17 @@ function toRecord(row: Row): QueueEntryRecord {
 export class QueueStore {
   constructor(
     private readonly db: Db,
-    private readonly sql: Sql,
+    private readonly statements: RunPathStatements,
   ) {}
 
   /** Inserts an admitted entry; a taken idempotency key fails as a UniqueViolation. */
   async insert(entry: QueueEntryRecord): Promise<void> {
-    await uniqueChecked(this.sql.insertInto('QueueEntry').values(entryRow(entry)).execute())
+    await uniqueChecked(this.statements.insertEntry(entry))
   }
 
   /** Writes the entry's mutable fields; a no-op when the entry (or its session) is gone. */
   async update(entry: QueueEntryRecord): Promise<void> {
-    await this.sql.updateTable('QueueEntry').set(entryColumns(entry)).where('id', '=', entry.queueId).execute()
+    await this.statements.updateEntry(entry)
   }
 
   /** The entry admitted with this idempotency key, if any. */

@@ -4,9 +4,7 @@ import { TERMINAL_RUN_STATUSES } from '../domain/lifecycles.js'
 import type { FinishReason, RunCursor, RunFilter, RunRecord, RunRequest, RunStatus, TerminalReason, Usage } from '../domain/records.js'
 import type { Db } from './database.js'
 import { parsedColumn, RUN_JSON } from './run-json-columns.js'
-import { liveRun } from './run-ledger.js'
-import { runColumns } from './run-path-rows.js'
-import type { Sql } from './sql-dialects.js'
+import type { RunPathStatements } from './run-path-statements.js'
 
 const select = {
   id: true,
@@ -140,22 +138,17 @@ const toTotals = (sums: Sums, unpriced: number): Totals => ({
 export class RunStore {
   constructor(
     private readonly db: Db,
-    private readonly sql: Sql,
+    private readonly statements: RunPathStatements,
   ) {}
 
   /** Writes the run as it is now, unless it has ended meanwhile (a reaper's end is never overwritten). */
   async update(run: RunRecord): Promise<void> {
-    await this.sql.updateTable('Run').set(runColumns(run)).where(liveRun(run.id)).execute()
+    await this.statements.updateRun(run)
   }
 
   /** Marks a live run alive (and when it last progressed); false when it has ended meanwhile (a reaper ended it). */
-  async heartbeat(id: string, at: Date, lastProgressAt: Date): Promise<boolean> {
-    const { numUpdatedRows } = await this.sql
-      .updateTable('Run')
-      .set({ heartbeatAt: at, lastProgressAt })
-      .where(liveRun(id))
-      .executeTakeFirstOrThrow()
-    return numUpdatedRows > 0n
+  heartbeat(id: string, at: Date, lastProgressAt: Date): Promise<boolean> {
+    return this.statements.heartbeat(id, at, lastProgressAt)
   }
 
   /**

@@ -4,7 +4,8 @@ import type { MessageRecord, SessionFork, SessionRecord } from '../domain/record
 import type { ToolCall } from '../domain/tools.js'
 import type { Db } from './database.js'
 import { uniqueChecked } from './errors.js'
-import { json, messageRow } from './run-path-rows.js'
+import { json } from './run-path-rows.js'
+import type { RunPathStatements } from './run-path-statements.js'
 import type { Sql } from './sql-dialects.js'
 
 const sessionSelect = {
@@ -53,6 +54,7 @@ export class SessionStore {
   constructor(
     private readonly db: Db,
     private readonly sql: Sql,
+    private readonly statements: RunPathStatements,
   ) {}
 
   async find(tenantId: string, id: string): Promise<SessionRecord | null> {
@@ -102,10 +104,7 @@ export class SessionStore {
       await uniqueChecked(
         this.sql.transaction().execute(async (tx) => {
           await insert(tx)
-          await tx
-            .insertInto('Message')
-            .values(history.map((m) => messageRow(session.tenantId, m)))
-            .execute()
+          await this.statements.insertMessages(session.tenantId, history, tx)
         }),
       )
     }

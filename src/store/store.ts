@@ -8,6 +8,7 @@ import { PromptStore } from './prompt-store.js'
 import { QueueStore } from './queue-store.js'
 import { ResponseCacheStore } from './response-cache-store.js'
 import { RunLedger } from './run-ledger.js'
+import { RunPathStatements } from './run-path-statements.js'
 import { RunStore } from './run-store.js'
 import { SessionStore } from './session-store.js'
 import { UsageReports } from './usage-reports.js'
@@ -36,15 +37,16 @@ export class Store {
     this.prompts = new PromptStore(database.db)
     this.labels = new PromptLabelStore(database.db)
     this.profiles = new ProfileStore(database.db)
-    this.sessions = new SessionStore(database.db, database.sql)
-    this.entries = new QueueStore(database.db, database.sql)
-    this.runs = new RunStore(database.db, database.sql)
-    this.events = new EventStore(database.db, database.sql)
+    const statements = new RunPathStatements(database.sql)
+    this.sessions = new SessionStore(database.db, database.sql, statements)
+    this.entries = new QueueStore(database.db, statements)
+    this.runs = new RunStore(database.db, statements)
+    this.events = new EventStore(database.db, statements)
     this.usage = new UsageReports(database.sql, database.provider)
     this.webhooks = new WebhookStore(database.db)
     this.responseCache = new ResponseCacheStore(database.db)
     this.files = new FileStore(database.db, filesDir)
-    this.ledger = new RunLedger(database.sql, this.events, this.webhooks)
+    this.ledger = new RunLedger(database.sql, statements, this.webhooks)
   }
 
   get provider() {
