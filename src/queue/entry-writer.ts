@@ -47,6 +47,21 @@ export class QueueEntryWriter {
     return this.journalOf(queue, entry).write(() => this.deps.entries.update(snapshot))
   }
 
+  /**
+   * Inserts an admitted entry with its QUEUED event in one transaction (the event goes live once
+   * written), first in its journal; resolves once it is durable. A taken idempotency key fails
+   * as the store's UniqueViolation, and the event is never delivered.
+   */
+  async admit(queue: SessionQueue, entry: QueueEntryRecord): Promise<void> {
+    const { bus, ledger } = this.deps
+    const admitted = { ...entry }
+    await this.journalOf(queue, entry).write(() =>
+      bus.commit(queue.tenantId, queue.sessionId, null, [{ type: 'QUEUE_ENTRY', kind: 'QUEUED', entry: admitted }], (events, earlier) =>
+        ledger.admit(admitted, [...earlier, ...events]),
+      ),
+    )
+  }
+
   publish(queue: SessionQueue, kind: QueueEntryEventKind, entry: QueueEntryRecord): void {
     this.deps.bus.publish(queue.tenantId, queue.sessionId, entry.runId, { type: 'QUEUE_ENTRY', kind, entry: { ...entry } })
   }

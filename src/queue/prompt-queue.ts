@@ -156,10 +156,11 @@ export class PromptQueue {
     // counted against the limits at once, but not started before its row exists: it may yet lose
     queue.inserting.add(entry.queueId)
     try {
-      await this.deps.entries.insert(entry)
+      await this.writer.admit(queue, entry)
     } catch (error) {
       queue.outstanding.delete(entry.queueId)
       queue.admitted.delete(entry.queueId)
+      queue.journals.delete(entry.queueId)
       this.admission.release(requestBytes)
       this.drainer.drain(queue)
       // a concurrent admission with the same key won the store's unique index: answer with its entry
@@ -169,7 +170,6 @@ export class PromptQueue {
     } finally {
       queue.inserting.delete(entry.queueId)
     }
-    this.writer.publish(queue, 'QUEUED', entry)
     if (schedule) this.drainer.schedule(queue, entry, schedule.debounceMs)
     if (supersede && queue.active) this.supervisor.supersede(queue.active, whenBusy === 'INTERRUPT')
     this.drainer.drain(queue)

@@ -1,7 +1,6 @@
 import type { Prisma } from '@db/client'
 import { type EntryStatus, type QueueEntryRecord, type RunRequest, TERMINAL_ENTRY_STATUSES } from '../domain/records.js'
 import type { Db } from './database.js'
-import { uniqueChecked } from './errors.js'
 import type { RunPathStatements } from './run-path-statements.js'
 
 const select = {
@@ -53,17 +52,12 @@ function toRecord(row: Row): QueueEntryRecord {
   }
 }
 
-/** Queue entries, written as they change so the queue survives a restart. */
+/** Queue entries, written as they change so the queue survives a restart (an admission's insert is the ledger's). */
 export class QueueStore {
   constructor(
     private readonly db: Db,
     private readonly statements: RunPathStatements,
   ) {}
-
-  /** Inserts an admitted entry; a taken idempotency key fails as a UniqueViolation. */
-  async insert(entry: QueueEntryRecord): Promise<void> {
-    await uniqueChecked(this.statements.insertEntry(entry))
-  }
 
   /** Writes the entry's mutable fields; a no-op when the entry (or its session) is gone. */
   async update(entry: QueueEntryRecord): Promise<void> {

@@ -1,6 +1,7 @@
 import type { SessionEvent } from '../domain/events.js'
 import type { MessageRecord, QueueEntryRecord, RunRecord } from '../domain/records.js'
 import { runFinishedDelivery, runRequiresActionDelivery } from '../domain/webhooks.js'
+import { uniqueChecked } from './errors.js'
 import type { RunPathStatements, StaleGuard } from './run-path-statements.js'
 import type { Sql } from './sql-dialects.js'
 import type { WebhookStore } from './webhook-store.js'
@@ -31,6 +32,18 @@ export class RunLedger {
     private readonly statements: RunPathStatements,
     private readonly webhooks: WebhookStore,
   ) {}
+
+  /** Inserts an admitted entry with the events that report it, in one transaction; a taken idempotency key fails as a UniqueViolation. */
+  async admit(entry: QueueEntryRecord, events: readonly SessionEvent[]): Promise<boolean> {
+    const { statements } = this
+    await uniqueChecked(
+      this.sql.transaction().execute(async (tx) => {
+        await statements.insertEntry(entry, tx)
+        await statements.insertEvents(events, tx)
+      }),
+    )
+    return true
+  }
 
   /** Inserts the run, claims its entry (STARTING, naming the run) and writes `events` (those that report it, and any before them) together. */
   async start(run: RunRecord, entry: QueueEntryRecord, events: readonly SessionEvent[]): Promise<void> {
