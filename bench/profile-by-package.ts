@@ -40,11 +40,16 @@ export function busyByPackage(file: string): { total: number; shares: { name: st
   const ownerOf = (node: ProfileNode): string | null => {
     if (owner.has(node.id)) return owner.get(node.id)!
     const { functionName, url } = node.callFrame
-    const special = functionName === '(garbage collector)' ? 'garbage collection' : functionName === '(idle)' ? null : undefined
     const up = parent.get(node.id)
-    const name = special !== undefined ? special : (packageOf(url) ?? (up ? ownerOf(up) : 'native'))
-    owner.set(node.id, name ?? (functionName === '(idle)' ? null : 'native'))
-    return owner.get(node.id)!
+    // idle time, and the profiler's own work (taking the profile), are no part of the server's
+    const notBusy = functionName === '(idle)' || url.endsWith('bench/cpu-profiler.mjs') || (up !== undefined && ownerOf(up) === null)
+    const name = notBusy
+      ? null
+      : functionName === '(garbage collector)'
+        ? 'garbage collection'
+        : (packageOf(url) ?? (up ? ownerOf(up) : 'native'))
+    owner.set(node.id, name)
+    return name
   }
   const ms = new Map<string, number>()
   profile.samples.forEach((id, i) => {
