@@ -123,6 +123,9 @@ function preparing(client: pg.PoolClient): PostgresPoolClient {
 /** Statements on a pool of their own on the PostgreSQL server; `destroy()` ends it. */
 export function postgresSql(connectionString: string): Sql {
   const pool = new pg.Pool({ connectionString, types })
+  // an idle connection the server closed (a restart, a dropped database) leaves the pool by itself;
+  // without a listener its error would end the process. The next statement opens another.
+  pool.on('error', () => {})
   const preparingPool: PostgresPool = { connect: async () => preparing(await pool.connect()), end: () => pool.end() }
   return new Kysely<DB>({ dialect: new PostgresDialect({ pool: preparingPool }) })
 }

@@ -1,4 +1,5 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import pg from 'pg'
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import type { SessionEvent } from '../../src/domain/events.js'
 import type { QueueEntryRecord, RunRecord } from '../../src/domain/records.js'
 import { openDatabase } from '../../src/store/database.js'
@@ -344,5 +345,36 @@ describe.each(providers)('records written by the store read back the same (%s)',
       await other.close()
     }
     await expect(store.runs.find('t', 'run-1')).rejects.toThrow(/Run\.failoverAttempts of row 'run-1'/)
+  })
+
+  it.runIf(provider === 'postgresql')('goes on writing after the server closed its idle connections, and the process goes on', async () => {
+    const delta = (sequence: number): SessionEvent => ({
+      type: 'TOKEN_DELTA',
+      text: 't',
+      attempt: 0,
+      candidate: null,
+      tenantId: 't',
+      sessionId: 's',
+      runId: null,
+      sequence,
+      at: at(sequence),
+    })
+    await store.events.append([delta(900)]) // leaves a connection of the run path's pool idle
+    const admin = new pg.Client({ connectionString: database.url })
+    await admin.connect()
+    try {
+      const others = 'select pid from pg_stat_activity where datname = current_database() and pid <> pg_backend_pid()'
+      const pids = (await admin.query<{ pid: number }>(others)).rows.map((r) => r.pid)
+      expect(pids.length).toBeGreaterThan(0)
+      await admin.query(`select pg_terminate_backend(pid) from (${others}) as closed`)
+      // the backends have sent their goodbye once they are gone
+      await vi.waitFor(async () =>
+        expect((await admin.query('select 1 from pg_stat_activity where pid = any($1)', [pids])).rowCount).toBe(0),
+      )
+    } finally {
+      await admin.end()
+    }
+    await store.events.append([delta(901)])
+    expect((await store.events.after('t', 's', 899, 10)).map((e) => e.sequence)).toEqual([900, 901])
   })
 })
