@@ -36,6 +36,15 @@ interface SentError {
 /** A call reached an instance that no longer owns the session: ask again. */
 class NotOwner extends Error {}
 
+/** Attempts at finding the session's owner before a call gives up. */
+const MAX_ATTEMPTS = 6
+
+/** Returns when the call should be asked again (it reached an instance that no longer holds the session); throws otherwise. */
+function askAgainOrThrow(error: unknown, attempt: number): void {
+  if (!(error instanceof NotOwner)) throw error
+  if (attempt + 1 >= MAX_ATTEMPTS) throw new InternalError('the session is moving between instances; try again')
+}
+
 type ErrorClass = { name: string; prototype: PromptlineError }
 const ERROR_CLASSES = new Map<string, ErrorClass>(
   (Object.values(domainErrors) as unknown[])
@@ -106,8 +115,7 @@ export class SessionRouter {
           ReturnType<SessionChanges[K]>
         >
       } catch (error) {
-        if (!(error instanceof NotOwner) || attempt >= 5)
-          throw error instanceof NotOwner ? new InternalError('the session is moving between instances; try again') : error
+        askAgainOrThrow(error, attempt)
       }
     }
   }
@@ -129,8 +137,7 @@ export class SessionRouter {
       try {
         return (await this.ask(holder, { tenantId, sessionId, op, args, read: true }, timeoutMs)) as Awaited<ReturnType<SessionReads[K]>>
       } catch (error) {
-        if (!(error instanceof NotOwner) || attempt >= 5)
-          throw error instanceof NotOwner ? new InternalError('the session is moving between instances; try again') : error
+        askAgainOrThrow(error, attempt)
         refused = holder
       }
     }
