@@ -1,10 +1,9 @@
 import { afterEach, describe, expect, it } from 'vitest'
-import { LocalLink, localFanout } from '../../src/events/deployment-pubsub.js'
-import { openStore, type Store } from '../../src/store/store.js'
 import { EnqueuePromptDocument, SessionEventsDocument } from '../generated/graphql.js'
-import { createTestDatabase, providers, type TestDatabase } from '../helpers/databases.js'
+import { providers } from '../helpers/databases.js'
 import { createSession, enqueue, slow, waitForEntry, words } from '../helpers/flow.js'
-import { startTestServer, type TestServer } from '../helpers/server.js'
+import { type InstancesInProcess, instancesInProcess } from '../helpers/instances.js'
+import type { TestServer } from '../helpers/server.js'
 
 /**
  * The several-instance logic (leases, calls to a session's owner, take-over) with two apps in
@@ -12,24 +11,15 @@ import { startTestServer, type TestServer } from '../helpers/server.js'
  * `instances.test.ts` runs the same logic as processes on PostgreSQL and Redis.
  */
 describe.each(providers)('two instances in one process (%s)', (provider) => {
-  let database: TestDatabase | undefined
-  let store: Store | undefined
-  const servers: TestServer[] = []
+  let instances: InstancesInProcess | undefined
   afterEach(async () => {
-    for (const server of servers.splice(0)) await server.stop()
-    await store?.close()
-    await database?.drop()
+    await instances?.stop()
+    instances = undefined
   })
 
   async function startPair(): Promise<[TestServer, TestServer]> {
-    database = await createTestDatabase(provider)
-    store = await openStore(database.url)
-    const fanout = localFanout()
-    for (const id of ['a', 'b']) {
-      const app = { store, link: new LocalLink(id, fanout), durability: { reapIntervalMs: 50 } }
-      servers.push(await startTestServer({ provider, database, app }))
-    }
-    return servers as [TestServer, TestServer]
+    instances = await instancesInProcess(provider, ['a', 'b'], { durability: { reapIntervalMs: 50 } })
+    return instances.servers as [TestServer, TestServer]
   }
 
   it("runs a prompt asked of B at the session's owner A, streams its events to B's subscriber, and returns A's typed refusal through B", async () => {

@@ -1,11 +1,9 @@
 import { createRequire } from 'node:module'
 import { afterEach, describe, expect, it } from 'vitest'
-import { LocalLink, localFanout } from '../../src/events/deployment-pubsub.js'
-import { openStore, type Store } from '../../src/store/store.js'
 import { SchedulePromptDocument, SessionsOverviewDocument } from '../generated/graphql.js'
-import { createTestDatabase, type TestDatabase } from '../helpers/databases.js'
 import { createSession, enqueue, waitForEntry } from '../helpers/flow.js'
-import { startTestServer, type TestServer } from '../helpers/server.js'
+import { type InstancesInProcess, instancesInProcess } from '../helpers/instances.js'
+import type { TestServer } from '../helpers/server.js'
 
 /** Counts the writes (INSERT, UPDATE, DELETE) better-sqlite3 runs in this process, as the bench does. */
 function countWrites(): { readonly count: number; stop(): void } {
@@ -28,23 +26,16 @@ function countWrites(): { readonly count: number; stop(): void } {
 }
 
 describe('reading sessions through an instance that holds none of them (sqlite)', () => {
-  let database: TestDatabase | undefined
-  let store: Store | undefined
-  const servers: TestServer[] = []
+  let instances: InstancesInProcess | undefined
   afterEach(async () => {
-    for (const server of servers.splice(0)) await server.stop()
-    await store?.close()
-    await database?.drop()
+    await instances?.stop()
+    instances = undefined
   })
 
   /** Instance a, with 100 sessions: the first has run a prompt, the second (when asked) has one scheduled. */
   async function hundredSessions(scheduleOne: boolean): Promise<[TestServer, TestServer, string | null]> {
-    database = await createTestDatabase('sqlite')
-    store = await openStore(database.url)
-    const fanout = localFanout()
-    for (const id of ['a', 'b'])
-      servers.push(await startTestServer({ provider: 'sqlite', database, app: { store, link: new LocalLink(id, fanout) } }))
-    const [a, b] = servers as [TestServer, TestServer]
+    instances = await instancesInProcess('sqlite', ['a', 'b'])
+    const [a, b] = instances.servers as [TestServer, TestServer]
     for (let i = 0; i < 100; i++) await createSession(a, `s${String(i).padStart(3, '0')}`)
     const ran = await enqueue(a, { sessionId: 's000', input: 'one answer' })
     await waitForEntry(a, 's000', ran.queueId, ['COMPLETED'])
@@ -69,7 +60,7 @@ describe('reading sessions through an instance that holds none of them (sqlite)'
 
   const owners = async () => {
     const rows = await Promise.all(
-      Array.from({ length: 100 }, (_, i) => store!.sessions.leaseOf('local', `s${String(i).padStart(3, '0')}`)),
+      Array.from({ length: 100 }, (_, i) => instances!.store.sessions.leaseOf('local', `s${String(i).padStart(3, '0')}`)),
     )
     return rows.map((lease) => lease?.owner ?? null)
   }
