@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest'
 import type { SessionEvent } from '../../src/domain/events.js'
 import { createLogger } from '../../src/domain/logger.js'
 import { NO_METRICS } from '../../src/domain/metrics.js'
-import { EventWriter } from '../../src/events/event-writer.js'
+import { EventWriter, type EventWriterOutcomes } from '../../src/events/event-writer.js'
 import type { EventStore } from '../../src/store/event-store.js'
 
 const event = (sessionId: string, sequence: number): SessionEvent => ({
@@ -29,18 +29,16 @@ function refusingStore() {
   return { stored, store: store as unknown as EventStore }
 }
 
+/** A writer whose timer never fires within a test: it writes when flushed or handed a transaction. */
+const writerOver = (store: EventStore, outcomes: EventWriterOutcomes) =>
+  new EventWriter(store, createLogger('silent'), { flushIntervalMs: 60_000, batchSize: 500 }, outcomes, NO_METRICS)
+
 describe('the event writer', () => {
   it("keeps writing every other session's events when the database refuses one session's rows", async () => {
     const { stored, store } = refusingStore()
     const written: SessionEvent[] = []
     const refused: SessionEvent[] = []
-    const writer = new EventWriter(
-      store,
-      createLogger('silent'),
-      { flushIntervalMs: 60_000, batchSize: 500 },
-      { written: (e) => written.push(e), refused: (events) => refused.push(...events) },
-      NO_METRICS,
-    )
+    const writer = writerOver(store, { written: (e) => written.push(e), refused: (events) => refused.push(...events) })
     const batch = [event('good', 1), event('bad', 1), event('other', 1), event('good', 2)]
     for (const e of batch) writer.enqueue(e)
     // the first failures leave the batch queued for a retry (the database may come back)
@@ -62,13 +60,7 @@ describe('the event writer', () => {
     const stored: SessionEvent[] = []
     const written: SessionEvent[] = []
     const store = { append: async (events: readonly SessionEvent[]) => void stored.push(...events) }
-    const writer = new EventWriter(
-      store as unknown as EventStore,
-      createLogger('silent'),
-      { flushIntervalMs: 60_000, batchSize: 500 },
-      { written: (e) => written.push(e), refused: () => {} },
-      NO_METRICS,
-    )
+    const writer = writerOver(store as unknown as EventStore, { written: (e) => written.push(e), refused: () => {} })
     writer.enqueue(event('s', 1))
     writer.enqueue(event('s', 2))
     await expect(
@@ -97,13 +89,7 @@ describe('the event writer', () => {
   it("hands a session's transaction only that session's events, and never makes it wait for another session's", async () => {
     const stored: SessionEvent[] = []
     const store = { append: async (events: readonly SessionEvent[]) => void stored.push(...events) }
-    const writer = new EventWriter(
-      store as unknown as EventStore,
-      createLogger('silent'),
-      { flushIntervalMs: 60_000, batchSize: 500 },
-      { written: () => {}, refused: () => {} },
-      NO_METRICS,
-    )
+    const writer = writerOver(store as unknown as EventStore, { written: () => {}, refused: () => {} })
     for (const e of [event('slow', 1), event('quick', 1), event('slow', 2), event('quick', 2)]) writer.enqueue(e)
     let release!: () => void
     const held = new Promise<void>((resolve) => {
