@@ -77,10 +77,3 @@ export const RUN_JSON = {
   includes: z.array(include).nullable(),
   cache: cache.nullable(),
 }
-
-/** A JSON column's value through its schema; the error names the column and the row. */
-export function parsedColumn<S extends z.ZodType>(schema: S, value: unknown, column: string, rowId: string): z.output<S> {
-  const parsed = schema.safeParse(value)
-  if (!parsed.success) throw new Error(`${column} of row '${rowId}' does not hold what it should: ${z.prettifyError(parsed.error)}`)
-  return parsed.data
-}

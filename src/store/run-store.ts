@@ -3,7 +3,8 @@ import type { z } from 'zod'
 import { TERMINAL_RUN_STATUSES } from '../domain/lifecycles.js'
 import type { FinishReason, RunCursor, RunFilter, RunRecord, RunRequest, RunStatus, TerminalReason, Usage } from '../domain/records.js'
 import type { Db } from './database.js'
-import { parsedColumn, RUN_JSON } from './run-json-columns.js'
+import { parsedColumn } from './json-columns.js'
+import { RUN_JSON } from './run-json-columns.js'
 import type { RunPathStatements } from './run-path-statements.js'
 
 const select = {
