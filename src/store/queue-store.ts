@@ -1,6 +1,8 @@
 import type { Prisma } from '@db/client'
 import { type EntryStatus, type QueueEntryRecord, type RunRequest, TERMINAL_ENTRY_STATUSES } from '../domain/records.js'
 import type { Db } from './database.js'
+import { parsedColumn } from './json-columns.js'
+import { steerIdsColumn } from './record-json-columns.js'
 import type { RunPathStatements } from './run-path-statements.js'
 
 const select = {
@@ -43,7 +45,7 @@ function toRecord(row: Row): QueueEntryRecord {
     fireAt: iso(row.fireAt),
     runId: row.runId,
     error: row.errorCode ? { code: row.errorCode, message: row.errorMessage ?? '' } : null,
-    unappliedSteerIds: (row.unappliedSteerIds as string[] | null) ?? [],
+    unappliedSteerIds: parsedColumn(steerIdsColumn, row.unappliedSteerIds, 'QueueEntry.unappliedSteerIds', row.id) ?? [],
     idempotencyKey: row.idempotencyKey,
     idempotencyHash: row.idempotencyHash,
     queuedAt: row.queuedAt.toISOString(),

@@ -1,9 +1,10 @@
 import type { Prisma } from '@db/client'
 import type { ContentPart } from '../domain/content-parts.js'
 import type { MessageRecord, SessionFork, SessionRecord } from '../domain/records.js'
-import type { ToolCall } from '../domain/tools.js'
 import type { Db } from './database.js'
 import { uniqueChecked } from './errors.js'
+import { parsedColumn } from './json-columns.js'
+import { sessionForkColumn, toolCallsColumn } from './record-json-columns.js'
 import { json } from './run-path-rows.js'
 import type { RunPathStatements } from './run-path-statements.js'
 import type { Sql } from './sql-dialects.js'
@@ -24,7 +25,7 @@ const sessionSelect = {
 type SessionRow = Prisma.SessionGetPayload<{ select: typeof sessionSelect }>
 const toSession = (row: SessionRow): SessionRecord => ({
   ...row,
-  forkedFrom: row.forkedFrom as SessionFork | null,
+  forkedFrom: parsedColumn(sessionForkColumn, row.forkedFrom, 'Session.forkedFrom', row.id),
   createdAt: row.createdAt.toISOString(),
   updatedAt: row.updatedAt.toISOString(),
 })
@@ -143,7 +144,7 @@ export class SessionStore {
       ...m,
       role: m.role as MessageRecord['role'],
       parts: (m.parts as ContentPart[] | null) ?? [],
-      toolCalls: (m.toolCalls as ToolCall[] | null) ?? [],
+      toolCalls: parsedColumn(toolCallsColumn, m.toolCalls, 'Message.toolCalls', m.id) ?? [],
       createdAt: m.createdAt.toISOString(),
     }))
   }

@@ -1,7 +1,8 @@
 import type { Prisma } from '@db/client'
-import type { DeliveryStatus, WebhookAttempt, WebhookDelivery } from '../domain/webhooks.js'
+import type { DeliveryStatus, WebhookDelivery } from '../domain/webhooks.js'
 import type { Db } from './database.js'
-import { jsonValue } from './json-columns.js'
+import { jsonValue, parsedColumn } from './json-columns.js'
+import { attemptsColumn } from './record-json-columns.js'
 
 type Row = Prisma.WebhookDeliveryGetPayload<object>
 
@@ -10,7 +11,7 @@ function toRecord(row: Row): WebhookDelivery {
     ...row,
     payload: row.payload as Record<string, unknown>,
     status: row.status as DeliveryStatus,
-    attempts: row.attempts as unknown as WebhookAttempt[],
+    attempts: parsedColumn(attemptsColumn, row.attempts, 'WebhookDelivery.attempts', row.id),
     nextAttemptAt: row.nextAttemptAt?.toISOString() ?? null,
     createdAt: row.createdAt.toISOString(),
   }

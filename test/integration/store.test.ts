@@ -377,4 +377,14 @@ describe.each(providers)('records written by the store read back the same (%s)',
     await store.events.append([delta(901)])
     expect((await store.events.after('t', 's', 899, 10)).map((e) => e.sequence)).toEqual([900, 901])
   })
+
+  it("refuses to read a session whose fork is not what a session's fork says, naming the column and the row", async () => {
+    const other = await openDatabase(database.url)
+    try {
+      await other.db.session.update({ where: { tenantId_id: { tenantId: 't', id: 's' } }, data: { forkedFrom: { sessionId: 7 } } })
+    } finally {
+      await other.close()
+    }
+    await expect(store.sessions.find('t', 's')).rejects.toThrow(/Session\.forkedFrom of row 's'/)
+  })
 })
