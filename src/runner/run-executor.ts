@@ -7,7 +7,7 @@ import type { ModelClient } from '../providers/model-client.js'
 import type { AdmittedPrompt, PromptPreparer } from './prepare.js'
 import type { RecordJournal } from './record-journal.js'
 import { type ResponseCacheDeps, RunResponseCache } from './response-cache.js'
-import { RunGeneration } from './run-generation.js'
+import { type GenerationEnd, RunGeneration } from './run-generation.js'
 import { RunRecorder, type RunRecorderDeps } from './run-recorder.js'
 import { type RunStop, STALLS } from './run-stop.js'
 import { SteerInbox } from './steer-inbox.js'
@@ -98,14 +98,7 @@ export class RunExecutor {
       const end = await generation.generate()
       ending = true
       generationStarted(false)
-      // shut down while it waited for tool results: it waits on, in the store, for its next owner
-      if (end === null) return recorder.detach()
-      const record = await recorder.finish({ ...end, unappliedSteerIds: steers.unapplied() })
-      // kept once the run's end is written; a cache that fails to keep it costs a later miss, nothing more
-      await cache
-        .keep(record)
-        .catch((error: Error) => recorder.logger.warn('the response cache did not keep an answer', { error: error.message }))
-      return record
+      return recorded(recorder, end, steers, cache)
     })
     return {
       run: recorder.run,
@@ -124,4 +117,15 @@ export class RunExecutor {
       onWaiting: (listener) => recorder.onWaiting(listener),
     }
   }
+}
+
+/** Writes how the run ended (null: it waits on, in the store, for tool results and its next owner), then keeps its answer. */
+async function recorded(recorder: RunRecorder, end: GenerationEnd | null, steers: SteerInbox, cache: RunResponseCache): Promise<RunRecord> {
+  if (end === null) return recorder.detach()
+  const record = await recorder.finish({ ...end, unappliedSteerIds: steers.unapplied() })
+  // kept once the run's end is written; a cache that fails to keep it costs a later miss, nothing more
+  await cache
+    .keep(record)
+    .catch((error: Error) => recorder.logger.warn('the response cache did not keep an answer', { error: error.message }))
+  return record
 }
