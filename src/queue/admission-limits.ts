@@ -1,6 +1,6 @@
 import { QueueFullError } from '../domain/errors.js'
 import type { QueueLimits } from '../domain/limits.js'
-import type { SessionQueue } from './session-queue.js'
+import type { SessionActor } from './session-actor.js'
 
 /**
  * The admission limits: per session (outstanding prompts and steers, and their
@@ -13,7 +13,7 @@ export class AdmissionLimits {
   constructor(readonly limits: QueueLimits) {}
 
   /** Throws QueueFullError when adding `addedCount` items of `addedBytes` would pass a limit. */
-  check(queue: SessionQueue, addedBytes: number, addedCount: number): void {
+  check(queue: SessionActor, addedBytes: number, addedCount: number): void {
     const { limits } = this
     const session = queue.usage()
     const refuse = (limit: string, what: string) => {

@@ -1,14 +1,12 @@
 import type { QueueEntryEventKind } from '../domain/events.js'
 import type { Logger } from '../domain/logger.js'
 import type { QueueEntryRecord } from '../domain/records.js'
-import type { SessionEventBus } from '../events/event-bus.js'
 import { RecordJournal } from '../runner/record-journal.js'
 import type { QueueStore } from '../store/queue-store.js'
 import type { RunLedger } from '../store/run-ledger.js'
-import type { SessionQueue } from './session-queue.js'
+import type { SessionActor } from './session-actor.js'
 
 export interface QueueEntryWriterDeps {
-  bus: SessionEventBus
   entries: QueueStore
   ledger: RunLedger
   logger: Logger
@@ -25,7 +23,7 @@ export class QueueEntryWriter {
   constructor(private readonly deps: QueueEntryWriterDeps) {}
 
   /** The journal of an outstanding entry's writes, kept by its queue (its run's start claims the entry there). */
-  journalOf(queue: SessionQueue, entry: QueueEntryRecord): RecordJournal {
+  journalOf(queue: SessionActor, entry: QueueEntryRecord): RecordJournal {
     let journal = queue.journals.get(entry.queueId)
     if (!journal) {
       journal = new RecordJournal((error) =>
@@ -37,12 +35,12 @@ export class QueueEntryWriter {
   }
 
   /** Queues a write of the whole entry as it is when the write runs; nobody waits for it. */
-  save(queue: SessionQueue, entry: QueueEntryRecord): void {
+  save(queue: SessionActor, entry: QueueEntryRecord): void {
     this.journalOf(queue, entry).saveRow(() => this.deps.entries.update({ ...entry }))
   }
 
   /** Writes the whole entry as it is now; resolves once it is durable. */
-  write(queue: SessionQueue, entry: QueueEntryRecord): Promise<void> {
+  write(queue: SessionActor, entry: QueueEntryRecord): Promise<void> {
     const snapshot = { ...entry }
     return this.journalOf(queue, entry).write(() => this.deps.entries.update(snapshot))
   }
@@ -52,37 +50,33 @@ export class QueueEntryWriter {
    * written), first in its journal; resolves once it is durable. A taken idempotency key fails
    * as the store's UniqueViolation, and the event is never delivered.
    */
-  async admit(queue: SessionQueue, entry: QueueEntryRecord): Promise<void> {
-    const { bus, ledger } = this.deps
+  async admit(queue: SessionActor, entry: QueueEntryRecord): Promise<void> {
+    const { ledger } = this.deps
     const admitted = { ...entry }
     await this.journalOf(queue, entry).write(() =>
-      bus.commit(queue.tenantId, queue.sessionId, null, [{ type: 'QUEUE_ENTRY', kind: 'QUEUED', entry: admitted }], (events, earlier) =>
+      queue.stream.commit(null, [{ type: 'QUEUE_ENTRY', kind: 'QUEUED', entry: admitted }], (events, earlier) =>
         ledger.admit(admitted, [...earlier, ...events]),
       ),
     )
   }
 
-  publish(queue: SessionQueue, kind: QueueEntryEventKind, entry: QueueEntryRecord): void {
-    this.deps.bus.publish(queue.tenantId, queue.sessionId, entry.runId, { type: 'QUEUE_ENTRY', kind, entry: { ...entry } })
+  publish(queue: SessionActor, kind: QueueEntryEventKind, entry: QueueEntryRecord): void {
+    queue.stream.publish(entry.runId, { type: 'QUEUE_ENTRY', kind, entry: { ...entry } })
   }
 
   /**
    * A terminal entry that never ran: written with its FINISHED event in one transaction (the
    * event goes live once written), then retired. Resolves once it is durable.
    */
-  async finish(queue: SessionQueue, entry: QueueEntryRecord): Promise<void> {
-    const { bus, ledger } = this.deps
+  async finish(queue: SessionActor, entry: QueueEntryRecord): Promise<void> {
+    const { ledger } = this.deps
     const ended = { ...entry }
     try {
       await this.journalOf(queue, entry).write(() =>
         queue.closing
           ? ledger.endEntry(ended, [])
-          : bus.commit(
-              queue.tenantId,
-              queue.sessionId,
-              null,
-              [{ type: 'QUEUE_ENTRY', kind: 'FINISHED', entry: ended }],
-              (events, earlier) => ledger.endEntry(ended, [...earlier, ...events]),
+          : queue.stream.commit(null, [{ type: 'QUEUE_ENTRY', kind: 'FINISHED', entry: ended }], (events, earlier) =>
+              ledger.endEntry(ended, [...earlier, ...events]),
             ),
       )
     } finally {
@@ -91,13 +85,13 @@ export class QueueEntryWriter {
   }
 
   /** An entry this instance lets go of, its writes landed: the session's next owner takes it up. */
-  leave(queue: SessionQueue, entry: QueueEntryRecord): void {
+  leave(queue: SessionActor, entry: QueueEntryRecord): void {
     queue.outstanding.delete(entry.queueId)
     queue.journals.delete(entry.queueId)
   }
 
   /** A terminal entry, already written: no longer outstanding, and old terminal entries pruned. */
-  retire(queue: SessionQueue, entry: QueueEntryRecord): void {
+  retire(queue: SessionActor, entry: QueueEntryRecord): void {
     this.leave(queue, entry)
     const { tenantId, sessionId } = queue
     const keep = this.deps.retainedTerminal

@@ -1,7 +1,7 @@
 import { InvalidRequestError } from '../domain/errors.js'
 import type { QueueEntryRecord } from '../domain/records.js'
 import type { QueueStore } from '../store/queue-store.js'
-import type { SessionQueue } from './session-queue.js'
+import type { SessionActor } from './session-actor.js'
 
 /**
  * Retried admissions: a key (per tenant and session) answers with the entry it first admitted
@@ -15,7 +15,7 @@ export class IdempotentAdmissions {
   ) {}
 
   /** The entry this key already admitted, or null; the same key with another request is refused. */
-  async existing(queue: SessionQueue, key: string, requestHash: string): Promise<QueueEntryRecord | null> {
+  async existing(queue: SessionActor, key: string, requestHash: string): Promise<QueueEntryRecord | null> {
     const live = [...queue.outstanding.values()].find((e) => e.idempotencyKey === key)
     const found = live ?? (await this.entries.findByIdempotencyKey(queue.tenantId, queue.sessionId, key))
     if (!found) return null

@@ -6,8 +6,18 @@ import type { DurabilityTimes, QueueLimits } from '../domain/limits.js'
 import type { Logger } from '../domain/logger.js'
 import type { Metrics } from '../domain/metrics.js'
 import { queueStatus } from '../domain/queue-order.js'
-import type { AdmissionFacts, QueueEntryRecord, QueueEntryView, RunRecord, RunRequest, SessionStatus, WhenBusy } from '../domain/records.js'
+import type {
+  AdmissionFacts,
+  MessageRecord,
+  QueueEntryRecord,
+  QueueEntryView,
+  RunRecord,
+  RunRequest,
+  SessionStatus,
+  WhenBusy,
+} from '../domain/records.js'
 import type { SessionEventBus } from '../events/event-bus.js'
+import type { UnwrittenTail } from '../events/session-stream.js'
 import type { AdmittedPrompt } from '../runner/prepare.js'
 import type { RunExecutor } from '../runner/run-executor.js'
 import { RunStop } from '../runner/run-stop.js'
@@ -25,8 +35,8 @@ import { IdempotentAdmissions } from './idempotent-admissions.js'
 import { QueueDrain } from './queue-drain.js'
 import { QueueRecovery } from './queue-recovery.js'
 import { RunSupervisor } from './run-supervisor.js'
+import { SessionActors } from './session-actors.js'
 import type { NewLease, SessionLeases } from './session-leases.js'
-import { SessionQueues } from './session-queues.js'
 
 export interface AdmitRequest {
   tenantId: string
@@ -70,7 +80,7 @@ const now = () => new Date().toISOString()
  * the drain loop (QueueDrain), live runs (RunSupervisor), recovery and take-over (QueueRecovery), leases (SessionLeases).
  */
 export class PromptQueue {
-  private readonly queues: SessionQueues
+  private readonly queues: SessionActors
   private readonly admission: AdmissionLimits
   private readonly writer: QueueEntryWriter
   private readonly supervisor: RunSupervisor
@@ -81,9 +91,9 @@ export class PromptQueue {
 
   constructor(private readonly deps: PromptQueueDeps) {
     const { bus, entries, ledger, logger, runs, limits, executor } = deps
-    this.queues = new SessionQueues(bus, entries, (queue) => this.recovery.adopt(queue))
+    this.queues = new SessionActors(bus, entries, deps.sessionRows, (actor) => this.recovery.adopt(actor))
     this.admission = new AdmissionLimits(limits)
-    this.writer = new QueueEntryWriter({ bus, entries, ledger, logger, retainedTerminal: limits.retainedTerminalPerSession })
+    this.writer = new QueueEntryWriter({ entries, ledger, logger, retainedTerminal: limits.retainedTerminalPerSession })
     this.supervisor = new RunSupervisor({ executor, writer: this.writer, admission: this.admission, runs })
     this.idempotent = new IdempotentAdmissions(entries, limits.idempotencyTtlMs, deps.clock)
     this.drainer = new QueueDrain({
@@ -230,7 +240,7 @@ export class PromptQueue {
       throw new SteerRejectedError(`queue entry '${queueId}' is not running`, 'NOT_RUNNING')
     }
     const { runId } = this.supervisor.steer(queue, queueId, steerId, text)
-    this.deps.bus.publish(tenantId, sessionId, runId, { type: 'STEER_ACCEPTED', steerId, queueId })
+    queue.stream.publish(runId, { type: 'STEER_ACCEPTED', steerId, queueId })
     return { runId }
   }
 
@@ -272,9 +282,25 @@ export class PromptQueue {
     return this.queues.outstanding
   }
 
-  /** The last sequence of the session's event stream, as its subscribers have seen it. */
-  lastSequence(tenantId: string, sessionId: string): Promise<number> {
-    return this.deps.bus.lastSequence(tenantId, sessionId)
+  /**
+   * The sequence of the session's last event subscribers have been given: `afterSequence` for a
+   * stream that starts from now and can still resume. From the store while its actor is not
+   * loaded (everything it published is written by then).
+   */
+  async lastSequence(tenantId: string, sessionId: string): Promise<number> {
+    const actor = this.queues.current(tenantId, sessionId)
+    return actor ? actor.stream.lastDelivered : this.deps.events.maxSequence(tenantId, sessionId)
+  }
+
+  /** The events of the session delivered after `afterSequence` and not written yet (none while its actor is not loaded). */
+  unwrittenTail(tenantId: string, sessionId: string, afterSequence: number): UnwrittenTail {
+    return this.queues.current(tenantId, sessionId)?.stream.unwrittenAfter(afterSequence) ?? { events: [], anyStored: true }
+  }
+
+  /** The session's conversation: its actor's while loaded, else as stored. */
+  messages(tenantId: string, sessionId: string): Promise<MessageRecord[]> {
+    const actor = this.queues.current(tenantId, sessionId)
+    return actor ? actor.history.messages() : this.deps.sessionRows.messages(tenantId, sessionId)
   }
 
   /** Cancels the whole queue of a session (running entry included) before it is deleted. */
@@ -314,10 +340,10 @@ export class PromptQueue {
     return this.deps.ownership.newLease()
   }
 
-  /** A session this process just created under `lease`: held here, its queue and stream start empty, unread. */
-  created(tenantId: string, sessionId: string, lease: NewLease): void {
+  /** A session this process just created under `lease`, with its first history: held here, its actor starts empty, unread. */
+  created(tenantId: string, sessionId: string, lease: NewLease, history: MessageRecord[]): void {
     this.deps.ownership.created(tenantId, sessionId, lease)
-    this.queues.created(tenantId, sessionId)
+    this.queues.created(tenantId, sessionId, history)
   }
 
   /** Whether this instance holds the session now: its records in memory are the session's truth. */
@@ -333,7 +359,6 @@ export class PromptQueue {
   /** Forgets a deleted (or lost) session. */
   forget(tenantId: string, sessionId: string): void {
     this.queues.forget(tenantId, sessionId)
-    this.deps.bus.forget(tenantId, sessionId)
     this.deps.sessions.forget(tenantId, sessionId)
   }
 

@@ -4,7 +4,7 @@ import type { AdmissionLimits } from './admission-limits.js'
 import type { DebounceScheduler } from './debounce-scheduler.js'
 import type { QueueEntryWriter } from './entry-writer.js'
 import type { RunSupervisor } from './run-supervisor.js'
-import type { ActiveRun, SessionQueue } from './session-queue.js'
+import type { ActiveRun, SessionActor } from './session-actor.js'
 
 export interface QueueDrainDeps {
   supervisor: RunSupervisor
@@ -24,25 +24,25 @@ export class QueueDrain {
   constructor(private readonly deps: QueueDrainDeps) {}
 
   /** Starts the next queued entry unless one is running. */
-  drain(queue: SessionQueue): void {
+  drain(queue: SessionActor): void {
     if (queue.status !== 'IDLE' || this.stopped) return
     const next = queue.queued()[0]
     // the head of the line starts once its row exists (its admission calls drain again)
     if (next && !queue.inserting.has(next.queueId)) void this.run(queue, next)
   }
 
-  private async run(queue: SessionQueue, entry: QueueEntryRecord): Promise<void> {
+  private async run(queue: SessionActor, entry: QueueEntryRecord): Promise<void> {
     this.deps.admission.release(entry.requestBytes)
     await this.runToEnd(queue, this.deps.supervisor.start(queue, entry))
   }
 
   /** Goes on with a run that was waiting for tool results when its server stopped; nothing starts before it ends. */
-  resume(queue: SessionQueue, entry: QueueEntryRecord, run: RunRecord): void {
+  resume(queue: SessionActor, entry: QueueEntryRecord, run: RunRecord): void {
     queue.outstanding.set(entry.queueId, entry)
     void this.runToEnd(queue, this.deps.supervisor.start(queue, entry, run))
   }
 
-  private async runToEnd(queue: SessionQueue, active: ActiveRun): Promise<void> {
+  private async runToEnd(queue: SessionActor, active: ActiveRun): Promise<void> {
     queue.started(active)
     await active.done
     queue.runEnded()
@@ -50,7 +50,7 @@ export class QueueDrain {
   }
 
   /** (Re)starts a scheduled entry's debounce; when it fires the entry is queued. */
-  schedule(queue: SessionQueue, entry: QueueEntryRecord, delayMs: number): void {
+  schedule(queue: SessionActor, entry: QueueEntryRecord, delayMs: number): void {
     this.deps.scheduler.arm(entry.queueId, delayMs, () => {
       if (entry.status !== 'SCHEDULED') return
       advanceEntry(entry, 'QUEUED')

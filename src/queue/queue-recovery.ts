@@ -5,19 +5,19 @@ import type { Logger } from '../domain/logger.js'
 import type { Metrics } from '../domain/metrics.js'
 import type { QueueEntryRecord, RunRecord } from '../domain/records.js'
 import type { SessionEventBus } from '../events/event-bus.js'
+import type { SessionStream } from '../events/session-stream.js'
 import { endEntry } from '../runner/run-records.js'
 import type { EventStore } from '../store/event-store.js'
 import type { QueueStore } from '../store/queue-store.js'
 import type { RunLedger } from '../store/run-ledger.js'
 import type { StaleGuard } from '../store/run-path-statements.js'
 import type { RunStore } from '../store/run-store.js'
-import type { SessionMemory } from '../store/session-memory.js'
 import type { SessionStore } from '../store/session-store.js'
 import type { AdmissionLimits } from './admission-limits.js'
 import type { QueueDrain } from './queue-drain.js'
+import type { SessionActor } from './session-actor.js'
+import type { SessionActors } from './session-actors.js'
 import type { SessionLeases } from './session-leases.js'
-import type { SessionQueue } from './session-queue.js'
-import type { SessionQueues } from './session-queues.js'
 
 export interface QueueRecoveryDeps {
   /** Who drains which session: only a session's owner ends its runs. */
@@ -28,8 +28,7 @@ export interface QueueRecoveryDeps {
   ledger: RunLedger
   entries: QueueStore
   events: EventStore
-  sessions: SessionMemory
-  queues: SessionQueues
+  queues: SessionActors
   bus: SessionEventBus
   admission: AdmissionLimits
   drain: QueueDrain
@@ -64,9 +63,12 @@ export class QueueRecovery {
     const { ownership, runs, sessionRows } = this.deps
     for (const { tenantId, id, leaseOwner } of await sessionRows.orphaned(new Date(), { heldBy: ownership.instanceId })) {
       if (!(await ownership.claim(tenantId, id)).mine) continue
-      if (leaseOwner === ownership.instanceId)
-        for (const run of await runs.unfinished({ tenantId, sessionId: id }))
-          if (run.status !== 'REQUIRES_ACTION') await this.end(run, 'INTERRUPTED', null)
+      if (leaseOwner === ownership.instanceId) {
+        const interrupted = (await runs.unfinished({ tenantId, sessionId: id })).filter((run) => run.status !== 'REQUIRES_ACTION')
+        // ended before the session's actor loads, so its queue resumes past them
+        const stream = interrupted.length > 0 ? await this.deps.bus.open(tenantId, id) : null
+        for (const run of interrupted) await this.end(run, 'INTERRUPTED', null, stream)
+      }
       await this.deps.queues.get(tenantId, id)
     }
   }
@@ -77,15 +79,13 @@ export class QueueRecovery {
    * STALE, a run it left waiting for tool results goes on waiting here, and the prompts it had
    * admitted resume here in order.
    */
-  async adopt(queue: SessionQueue): Promise<void> {
+  async adopt(queue: SessionActor): Promise<void> {
     const { tenantId, sessionId } = queue
-    // what this instance remembers of the session may predate another owner's runs
-    this.deps.sessions.forget(tenantId, sessionId)
     const guard = this.staleGuard()
     const waiting = new Map<string, RunRecord>()
     for (const run of await this.deps.runs.unfinished({ tenantId, sessionId })) {
       if (run.status === 'REQUIRES_ACTION') waiting.set(run.id, run)
-      else if (!(await this.end(run, 'STALE', guard))) queue.hold(run.id) // within its in-flight grace: the reaper ends it
+      else if (!(await this.end(run, 'STALE', guard, queue.stream))) queue.hold(run.id) // within its in-flight grace: the reaper ends it
     }
     const open = await this.deps.entries.forSession(tenantId, sessionId, false)
     for (const entry of open) {
@@ -94,7 +94,7 @@ export class QueueRecovery {
       if (run && queue.status === 'IDLE') this.deps.drain.resume(queue, entry, run)
       else {
         // a second run in the session's way (it never should be): the waiting one ends too
-        if (run) await this.end(run, 'STALE', null)
+        if (run) await this.end(run, 'STALE', null, queue.stream)
         await this.reconcile(entry)
       }
     }
@@ -116,7 +116,7 @@ export class QueueRecovery {
   }
 
   /** Waiting entries join their queue (scheduled ones keep their fire time), and it drains. */
-  private resume(queue: SessionQueue, waiting: QueueEntryRecord[]): void {
+  private resume(queue: SessionActor, waiting: QueueEntryRecord[]): void {
     for (const entry of waiting) {
       queue.outstanding.set(entry.queueId, entry)
       this.deps.admission.reserve(entry.requestBytes)
@@ -145,16 +145,14 @@ export class QueueRecovery {
     try {
       const guard = this.staleGuard()
       for (const run of await this.deps.runs.stale(guard.before, guard.inFlightBefore, 100)) {
+        let actor: SessionActor | null = null
         if (run.sessionId !== null) {
           // only a session's owner numbers its events: another instance's session waits for its lease to lapse
           if (!(await this.deps.ownership.claim(run.tenantId, run.sessionId)).mine) continue
           // taking a session over adopts it: its live runs end and its queue goes on here
-          await this.deps.queues.get(run.tenantId, run.sessionId)
+          actor = await this.deps.queues.get(run.tenantId, run.sessionId)
         }
-        if ((await this.end(run, 'STALE', guard)) && run.sessionId !== null) {
-          const queue = await this.deps.queues.peek(run.tenantId, run.sessionId)
-          if (queue?.unhold(run.id)) this.deps.drain.drain(queue)
-        }
+        if ((await this.end(run, 'STALE', guard, actor?.stream ?? null)) && actor?.unhold(run.id)) this.deps.drain.drain(actor)
       }
       await this.adoptOrphans()
     } catch (error) {
@@ -183,7 +181,7 @@ export class QueueRecovery {
   }
 
   /** Ends a run its owner can no longer end: FAILED, its partial output kept, its entry failed, RUN_FINISHED published. */
-  private async end(live: RunRecord, reason: keyof typeof ENDS, guard: StaleGuard | null): Promise<boolean> {
+  private async end(live: RunRecord, reason: keyof typeof ENDS, guard: StaleGuard | null, stream: SessionStream | null): Promise<boolean> {
     const run = { ...live }
     advanceRun(run, 'FAILED')
     Object.assign(run, {
@@ -195,17 +193,15 @@ export class QueueRecovery {
     } satisfies Partial<RunRecord>)
     const stored = run.queueId && run.sessionId ? await this.deps.entries.find(run.tenantId, run.sessionId, run.queueId) : null
     const entry = stored && !isTerminalEntry(stored.status) ? endEntry(stored, run, stored.unappliedSteerIds) : null
-    const session = run.sessionId === null ? null : await this.deps.sessions.find(run.tenantId, run.sessionId)
     const write = (events: SessionEvent[], earlier: SessionEvent[] = []) =>
       this.deps.ledger.finish({ run, entry, messages: [], events, earlier }, guard)
     let ended: boolean
-    if (session) {
-      await this.deps.bus.open(run.tenantId, session.id)
+    if (stream) {
       const events: SessionEventData[] = [
         ...(entry ? [{ type: 'QUEUE_ENTRY' as const, kind: 'FINISHED' as const, entry: { ...entry } }] : []),
         { type: 'RUN_FINISHED', run },
       ]
-      ended = await this.deps.bus.commit(run.tenantId, session.id, run.id, events, write)
+      ended = await stream.commit(run.id, events, write)
     } else ended = await write([])
     if (ended) this.deps.metrics.runFinished(run)
     return ended

@@ -8,7 +8,7 @@ import type { SubmittedResult } from '../runner/tool-rounds.js'
 import type { RunStore } from '../store/run-store.js'
 import type { AdmissionLimits } from './admission-limits.js'
 import type { QueueEntryWriter } from './entry-writer.js'
-import type { ActiveRun, SessionQueue } from './session-queue.js'
+import type { ActiveRun, SessionActor } from './session-actor.js'
 
 export interface RunSupervisorDeps {
   executor: RunExecutor
@@ -34,7 +34,7 @@ export class RunSupervisor {
    * Starts a queued entry's run, or (`resumed`) goes on with a run that was waiting for tool
    * results when its server stopped; `done` resolves once the entry is terminal and written.
    */
-  start(queue: SessionQueue, entry: QueueEntryRecord, resumed: RunRecord | null = null): ActiveRun {
+  start(queue: SessionActor, entry: QueueEntryRecord, resumed: RunRecord | null = null): ActiveRun {
     const { writer, executor } = this.deps
     if (!resumed) {
       advanceEntry(entry, 'STARTING')
@@ -42,7 +42,8 @@ export class RunSupervisor {
     }
     // the run claims the entry (STARTING, with its id) in the transaction that inserts it, with
     // the entry's STARTED event
-    const handle = executor.start(entry, queue.admitted.get(entry.queueId) ?? null, writer.journalOf(queue, entry), resumed)
+    const session = { entryJournal: writer.journalOf(queue, entry), stream: queue.stream, history: queue.history }
+    const handle = executor.start(entry, queue.admitted.get(entry.queueId) ?? null, session, resumed)
     queue.admitted.delete(entry.queueId)
     // whoever waits for the entry (runPrompt) is told when its run waits for tool results too
     handle.onWaiting(() => this.ended(entry.queueId))
@@ -114,7 +115,7 @@ export class RunSupervisor {
   }
 
   /** Accepts a steer for the session's running entry; the run applies it at its next token boundary. */
-  steer(queue: SessionQueue, queueId: string, steerId: string, text: string): { runId: string } {
+  steer(queue: SessionActor, queueId: string, steerId: string, text: string): { runId: string } {
     const active = queue.active!
     const { handle } = active
     if (handle.steers.has(steerId)) throw new SteerRejectedError(`steer '${steerId}' was already accepted for this run`, 'DUPLICATE')

@@ -91,14 +91,19 @@ export async function runParallel(p: ParallelRun): Promise<Branch> {
 async function judge(p: ParallelRun, judgePromptId: string, pool: Branch[]): Promise<number> {
   const { prepared, signal } = p
   const candidates = pool.map((b, index) => ({ index, profileId: b.caller.candidate.profile.id, output: b.answer!.text }))
-  const judging = await p.preparer.prepare(prepared.tenantId, null, {
-    promptId: judgePromptId,
-    input: null,
-    variables: { ...prepared.variables, candidates },
-    profileId: null,
-    overrides: null,
-    credentialEnv: null,
-  })
+  const judging = await p.preparer.prepare(
+    prepared.tenantId,
+    null,
+    {
+      promptId: judgePromptId,
+      input: null,
+      variables: { ...prepared.variables, candidates },
+      profileId: null,
+      overrides: null,
+      credentialEnv: null,
+    },
+    [],
+  )
   const judgeBranch = p.branch(judging.candidates, signal, `judge:${judgePromptId}`, true)
   try {
     const { text } = await judgeBranch.caller.call(judging.messages, { onDelta: () => false })

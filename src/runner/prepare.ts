@@ -23,12 +23,12 @@ import { type ProfileTarget, profileTarget } from './profile-target.js'
 import { includedText, NO_INCLUDES, type ResolvedIncludes, resolveIncludes } from './prompt-includes.js'
 import { choosePrompt } from './prompt-ref.js'
 
-/** The session history a prompt renders after its system messages. */
-export interface SessionHistory {
+/** The sessions a request may name (their default profile). */
+export interface SessionLookup {
   find(tenantId: string, id: string): Promise<{ defaultProfileId: string | null } | null>
-  messages(tenantId: string, sessionId: string): Promise<StoredMessage[]>
 }
 
+/** A message of a session's history, as a prompt renders it after its system messages. */
 type StoredMessage = { role: string; content: string; parts: ContentPart[]; toolCalls: ToolCall[]; toolCallId: string | null }
 
 function missingProfile(id: string, promptId: string): never {
@@ -103,7 +103,7 @@ export interface PreparedPrompt extends AdmittedPrompt {
 export class PromptPreparer {
   constructor(
     private readonly catalog: CatalogReader,
-    private readonly sessions: SessionHistory,
+    private readonly sessions: SessionLookup,
     private readonly secrets: SecretLookup,
     /** Uploaded files that message parts name. */
     private readonly files: FileLookup,
@@ -111,9 +111,14 @@ export class PromptPreparer {
     private readonly credentialEnvAllowlist: readonly string[] = [],
   ) {}
 
-  /** A dry run: admission and assembly at once. */
-  async prepare(tenantId: string, sessionId: string | null, request: RunRequest): Promise<PreparedPrompt> {
-    return this.assemble(await this.admit(tenantId, sessionId, request))
+  /** A dry run: admission, then assembly around the session's `history`. */
+  async prepare(
+    tenantId: string,
+    sessionId: string | null,
+    request: RunRequest,
+    history: readonly StoredMessage[],
+  ): Promise<PreparedPrompt> {
+    return this.assemble(await this.admit(tenantId, sessionId, request), history)
   }
 
   /** Resolves and renders a request without reading the history: what admission checks and keeps. */
@@ -286,9 +291,8 @@ export class PromptPreparer {
     }
   }
 
-  /** The admitted rendering after the leading system messages and the history as it is now. */
-  async assemble(admitted: AdmittedPrompt): Promise<PreparedPrompt> {
-    const stored = admitted.sessionId === null ? [] : await this.sessions.messages(admitted.tenantId, admitted.sessionId)
+  /** The admitted rendering after the leading system messages and the session's history as it is now. */
+  assemble(admitted: AdmittedPrompt, stored: readonly StoredMessage[]): PreparedPrompt {
     const history = pairedHistory(stored).map(toChatMessage)
     const messages = [...admitted.leading, ...history, ...admitted.turn]
     return { ...admitted, messages, renderedHash: hashValue(messages) }

@@ -5,10 +5,9 @@ import { inRunSpan } from '../domain/tracing.js'
 import type { FileBytes } from '../providers/content-parts.js'
 import type { ModelClient } from '../providers/model-client.js'
 import type { AdmittedPrompt, PromptPreparer } from './prepare.js'
-import type { RecordJournal } from './record-journal.js'
 import { type ResponseCacheDeps, RunResponseCache } from './response-cache.js'
 import { type GenerationEnd, RunGeneration } from './run-generation.js'
-import { RunRecorder, type RunRecorderDeps } from './run-recorder.js'
+import { RunRecorder, type RunRecorderDeps, type RunSession } from './run-recorder.js'
 import { type RunStop, STALLS } from './run-stop.js'
 import { SteerInbox } from './steer-inbox.js'
 import type { CoalescerPacing } from './token-coalescer.js'
@@ -56,22 +55,17 @@ export class RunExecutor {
   constructor(private readonly deps: RunExecutorDeps) {}
 
   /**
-   * `entryJournal`: the entry's writes; the run's row is inserted with its claim of the entry,
-   * after them. `resumed`: a run that was waiting for tool results when its server stopped; it
+   * `session`: where the run's events go and its turn joins; the run's row is inserted with its
+   * claim of the entry, after the entry's earlier writes. `resumed`: a run that was waiting for tool results when its server stopped; it
    * goes on waiting here.
    */
-  start(
-    entry: QueueEntryRecord,
-    admitted: AdmittedPrompt | null,
-    entryJournal: RecordJournal,
-    resumed: RunRecord | null = null,
-  ): RunHandle {
+  start(entry: QueueEntryRecord, admitted: AdmittedPrompt | null, session: RunSession, resumed: RunRecord | null = null): RunHandle {
     const controller = new AbortController()
     let ending = false
     const recorder = new RunRecorder(
       this.deps,
       entry,
-      entryJournal,
+      session,
       (stall) => {
         if (!ending && !controller.signal.aborted) controller.abort(STALLS[stall])
       },
@@ -90,6 +84,7 @@ export class RunExecutor {
         tools,
         entry,
         admitted,
+        history: session.history,
         signal: controller.signal,
         steers,
         cache,

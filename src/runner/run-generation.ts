@@ -3,6 +3,7 @@ import { PromptlineError, ToolTimeoutError } from '../domain/errors.js'
 import type { QueueEntryRecord, RunRecord } from '../domain/records.js'
 import type { CachedAnswer } from '../domain/response-cache.js'
 import { type FileBytes, NO_FILES } from '../providers/content-parts.js'
+import type { SessionHistory } from '../store/session-history.js'
 import type { AnswerHooks, AnswerProgress } from './answer.js'
 import { ModelCaller } from './model-caller.js'
 import { alternativeOf, type Branch, runParallel } from './parallel.js'
@@ -37,6 +38,8 @@ export interface RunGenerationParts {
   entry: QueueEntryRecord
   /** The resolution admission made; null for an entry recovered after a restart (resolved again). */
   admitted: AdmittedPrompt | null
+  /** The session's conversation, read as it is when the run starts. */
+  history: SessionHistory
   signal: AbortSignal
   steers: SteerInbox
   cache: RunResponseCache
@@ -113,7 +116,7 @@ export class RunGeneration {
       const first = chain.find((c) => c.credential.available)
       if (!this.resumedWaiting && (first || chains.length === 1)) await this.leases.take((first ?? chain[0]!).backend)
     }
-    const prepared = await this.deps.preparer.assemble(resolution)
+    const prepared = this.deps.preparer.assemble(resolution, await this.parts.history.messages())
     signal.throwIfAborted()
     this.turn = prepared.turn
     const hit = this.resumedWaiting ? null : await cache.lookup(prepared, run)

@@ -5,24 +5,34 @@ import type { Metrics } from '../domain/metrics.js'
 import type { ChatMessage, MessageRecord, QueueEntryRecord, RunRecord, RunStatus, TerminalReason } from '../domain/records.js'
 import type { ToolRound } from '../domain/tools.js'
 import { inSpan } from '../domain/tracing.js'
-import type { SessionEventBus } from '../events/event-bus.js'
+import type { SessionStream } from '../events/session-stream.js'
 import type { RunLedger } from '../store/run-ledger.js'
 import type { RunStore } from '../store/run-store.js'
-import type { SessionMemory } from '../store/session-memory.js'
+import type { SessionHistory } from '../store/session-history.js'
 import { RecordJournal } from './record-journal.js'
 import { endEntry, newRunRecord } from './run-records.js'
 
 export interface RunRecorderDeps {
-  bus: SessionEventBus
   runs: RunStore
   ledger: RunLedger
-  sessions: SessionMemory
+  /** The sessions' records (whether one keeps its history). */
+  sessions: { find(tenantId: string, id: string): Promise<{ keepHistory: boolean } | null> }
   logger: Logger
   metrics: Metrics
   /** How often a live run marks its row alive. */
   heartbeatMs: number
   /** A run that makes no progress (token, steer, repair) for this long is stopped. */
   noProgressMs: number
+}
+
+/** The session a run belongs to, as its actor keeps it. */
+export interface RunSession {
+  /** The entry's writes: the run's row is inserted by a claim of the entry queued there, after its earlier writes. */
+  entryJournal: RecordJournal
+  /** Where the run's events are numbered, delivered and written. */
+  stream: SessionStream
+  /** The conversation the run reads, and its turn joins once written. */
+  history: SessionHistory
 }
 
 /** How a run ends, decided by generation and applied by `finish` once its history is written. */
@@ -68,8 +78,7 @@ export class RunRecorder {
   constructor(
     private readonly deps: RunRecorderDeps,
     private readonly entry: QueueEntryRecord,
-    /** The entry's journal: the run's row is inserted by a claim of the entry queued there, after its earlier writes. */
-    entryJournal: RecordJournal,
+    private readonly session: RunSession,
     onStall: (stall: Stall) => void,
     /** A run resumed after a restart (waiting for tool results): its row exists, nothing is inserted. */
     resumed: RunRecord | null = null,
@@ -82,9 +91,9 @@ export class RunRecorder {
     this.journal = resumed
       ? new RecordJournal(
           this.onWriteError,
-          entryJournal.write(async () => {}),
+          session.entryJournal.write(async () => {}),
         )
-      : this.claim(entryJournal)
+      : this.claim(session.entryJournal)
     this.heartbeat = setInterval(() => {
       const at = new Date()
       run.heartbeatAt = at.toISOString()
@@ -109,7 +118,7 @@ export class RunRecorder {
       { type: 'QUEUE_ENTRY', kind: 'STARTED', entry: claimed },
       { type: 'RUN_STARTED', run: { ...run } },
     ]
-    const claim = deps.bus.commit(run.tenantId, run.sessionId!, run.id, reported, (events, earlier) =>
+    const claim = this.session.stream.commit(run.id, reported, (events, earlier) =>
       entryJournal.write(async () => {
         // a turn of the event loop first: the status and in-flight marker the run sets as it opens
         // its model call ride along in the insert instead of costing row saves of their own
@@ -126,7 +135,7 @@ export class RunRecorder {
 
   publish(data: SessionEventData): void {
     if (data.type === 'TOKEN_DELTA' || data.type === 'TOOL_CALL_DELTA' || data.type === 'STEER_APPLIED') this.lastProgress = Date.now()
-    this.deps.bus.publish(this.run.tenantId, this.run.sessionId!, this.run.id, data)
+    this.session.stream.publish(this.run.id, data)
   }
 
   /** A model call opened: the row carries an in-flight marker while any is open (a bounded grace for the reaper). */
@@ -248,12 +257,12 @@ export class RunRecorder {
       // the end writes the whole row: a row save still waiting would only delay it
       await this.journal.close()
       const written = await inSpan('promptline.run.end', { 'promptline.run.status': ended.status }, () =>
-        deps.bus.commit(run.tenantId, run.sessionId!, run.id, events, (numbered, earlier) =>
+        this.session.stream.commit(run.id, events, (numbered, earlier) =>
           deps.ledger.finish({ run: ended, entry: endedEntry, messages, events: numbered, earlier }),
         ),
       )
       if (written) {
-        deps.sessions.appended(run.tenantId, run.sessionId!, messages)
+        this.session.history.appended(messages)
         deps.metrics.runFinished(ended)
         this.logger.info('run finished', {
           status: ended.status,
@@ -284,9 +293,7 @@ export class RunRecorder {
     const session = await this.deps.sessions.find(run.tenantId, run.sessionId!)
     if (!session?.keepHistory) return []
     const interruptedLast = history === 'INTERRUPT' && transcript.at(-1)!.role === 'assistant'
-    return this.deps.sessions.turn(
-      run.tenantId,
-      run.sessionId!,
+    return this.session.history.turn(
       transcript.map((m, i) => ({
         role: m.role,
         content: m.content,

@@ -153,7 +153,6 @@ export async function createApp(options: AppOptions, secrets: SecretLookup, logg
       files: store.files,
       clientFor,
       capacity,
-      bus,
       runs: store.runs,
       ledger: store.ledger,
       sessions: sessionMemory,
@@ -181,7 +180,7 @@ export async function createApp(options: AppOptions, secrets: SecretLookup, logg
     })
     const signers = new WebhookSigners(options.webhooks?.secrets ?? new Map())
     const budgets = new BudgetGuard(store, options.budgets ?? [])
-    const host = new SessionHost({ store, memory: sessionMemory, queue, bus, preparer, budgets, signers, metrics })
+    const host = new SessionHost({ store, memory: sessionMemory, queue, preparer, budgets, signers, metrics })
     const router = new SessionRouter(ownership, link, logger, host, new StoredSessionReads(store))
     const webhooks = new WebhookDispatcher(
       store.webhooks,

@@ -58,7 +58,9 @@ export class RunService {
   async prepare(tenantId: string, input: Record<string, unknown>): Promise<PreparedPrompt> {
     const { sessionId, ...rest } = input
     const session = sessionId == null ? null : parseInput(idSchema, sessionId, 'sessionId')
-    return this.preparer.prepare(tenantId, session, parseRunRequest(rest, ''))
+    const request = parseRunRequest(rest, '')
+    const history = session === null ? [] : await this.router.read(tenantId, session, 'messages', [tenantId, session])
+    return this.preparer.prepare(tenantId, session, request, history)
   }
 
   /** Admits a prompt; `replayOf` names the run whose request it replays. */
@@ -184,7 +186,7 @@ export class RunService {
   /** Every event of a session after `afterSequence` (or from now on), then live. */
   async sessionEvents(tenantId: string, sessionId: string, afterSequence: number | null): Promise<AsyncIterable<SessionEvent>> {
     await this.sessions.require(tenantId, sessionId)
-    return this.bus.subscribe({ tenantId, sessionId, afterSequence, ownersTail: this.ownersTail(tenantId, sessionId) })
+    return this.bus.subscribe({ tenantId, sessionId, afterSequence, unwrittenTail: this.unwrittenTail(tenantId, sessionId) })
   }
 
   /** The events of one run after `afterSequence` (from its start by default); ends after RUN_FINISHED. */
@@ -199,12 +201,12 @@ export class RunService {
       afterSequence: afterSequence ?? 0,
       until: (event) => event.type === 'RUN_FINISHED',
       replayOnly: ended,
-      ownersTail: this.ownersTail(tenantId, run.sessionId),
+      unwrittenTail: this.unwrittenTail(tenantId, run.sessionId),
     })
   }
 
-  /** Asks the session's owner for what it delivered and has not written yet. */
-  private ownersTail(tenantId: string, sessionId: string) {
-    return (afterSequence: number) => this.router.read(tenantId, sessionId, 'unwrittenEvents', [tenantId, sessionId, afterSequence])
+  /** Asks the session's owner, here or elsewhere, for what it delivered and has not written yet. */
+  private unwrittenTail(tenantId: string, sessionId: string) {
+    return (afterSequence: number) => this.router.read(tenantId, sessionId, 'unwrittenTail', [tenantId, sessionId, afterSequence])
   }
 }

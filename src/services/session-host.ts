@@ -1,11 +1,10 @@
 import { BudgetExceededError, NotFoundError, QueueFullError, SessionBusyError } from '../domain/errors.js'
-import type { SessionEvent } from '../domain/events.js'
 import type { Metrics } from '../domain/metrics.js'
 import type { QueueEntryRecord, QueueEntryView, RunRecord, SessionStatus, WhenBusy } from '../domain/records.js'
 import type { AdmissionInput } from '../domain/run-request.js'
 import { inSpan } from '../domain/tracing.js'
 import type { WebhookSigners } from '../domain/webhooks.js'
-import type { SessionEventBus } from '../events/event-bus.js'
+import type { UnwrittenTail } from '../events/session-stream.js'
 import type { PromptQueue } from '../queue/prompt-queue.js'
 import type { PromptPreparer } from '../runner/prepare.js'
 import type { SubmittedResult } from '../runner/tool-rounds.js'
@@ -18,7 +17,6 @@ export interface SessionHostDeps {
   store: Store
   memory: SessionMemory
   queue: PromptQueue
-  bus: SessionEventBus
   preparer: PromptPreparer
   budgets: BudgetGuard
   signers: WebhookSigners
@@ -121,12 +119,12 @@ export class SessionHost implements SessionOperations {
     return this.deps.queue.run(tenantId, runId)
   }
 
-  async unwrittenEvents(tenantId: string, sessionId: string, afterSequence: number): Promise<SessionEvent[]> {
-    return this.deps.bus.unwrittenAfter(tenantId, sessionId, afterSequence)
+  async unwrittenTail(tenantId: string, sessionId: string, afterSequence: number): Promise<UnwrittenTail> {
+    return this.deps.queue.unwrittenTail(tenantId, sessionId, afterSequence)
   }
 
   messages(tenantId: string, sessionId: string) {
-    return this.deps.memory.messages(tenantId, sessionId)
+    return this.deps.queue.messages(tenantId, sessionId)
   }
 
   status(tenantId: string, sessionId: string): Promise<SessionStatus> {

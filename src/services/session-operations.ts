@@ -1,6 +1,6 @@
-import type { SessionEvent } from '../domain/events.js'
 import type { MessageRecord, QueueEntryRecord, QueueEntryView, RunRecord, SessionStatus, WhenBusy } from '../domain/records.js'
 import type { AdmissionInput } from '../domain/run-request.js'
+import type { UnwrittenTail } from '../events/session-stream.js'
 import type { SubmittedResult } from '../runner/tool-rounds.js'
 
 /**
@@ -32,8 +32,8 @@ export interface SessionChanges {
 export interface SessionReads {
   queueEntry(tenantId: string, sessionId: string, queueId: string): Promise<QueueEntryView | null>
   run(tenantId: string, runId: string): Promise<RunRecord | null>
-  /** Events delivered and not yet written (none where nobody holds the session). */
-  unwrittenEvents(tenantId: string, sessionId: string, afterSequence: number): Promise<SessionEvent[]>
+  /** Events delivered after a sequence and not yet written (none where nobody holds the session). */
+  unwrittenTail(tenantId: string, sessionId: string, afterSequence: number): Promise<UnwrittenTail>
   messages(tenantId: string, sessionId: string): Promise<MessageRecord[]>
   status(tenantId: string, sessionId: string): Promise<SessionStatus>
   lastSequence(tenantId: string, sessionId: string): Promise<number>

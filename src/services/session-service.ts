@@ -99,8 +99,8 @@ export class SessionService {
         ...lease,
         history,
       })
-      this.memory.remember(session, history)
-      this.queue.created(tenantId, id, lease)
+      this.memory.remember(session)
+      this.queue.created(tenantId, id, lease, history)
       return session
     } catch (error) {
       if (error instanceof UniqueViolation) throw InvalidRequestError.at(idField, `a session '${id}' already exists`)

@@ -1,6 +1,6 @@
-import type { SessionEvent } from '../domain/events.js'
 import { queueStatus, withPositions } from '../domain/queue-order.js'
 import { type QueueEntryRecord, type QueueEntryView, type SessionStatus, TERMINAL_ENTRY_STATUSES } from '../domain/records.js'
+import type { UnwrittenTail } from '../events/session-stream.js'
 import type { Store } from '../store/store.js'
 import type { SessionReads } from './session-operations.js'
 
@@ -22,8 +22,8 @@ export class StoredSessionReads implements SessionReads {
     return this.store.runs.find(tenantId, runId)
   }
 
-  async unwrittenEvents(): Promise<SessionEvent[]> {
-    return []
+  async unwrittenTail(): Promise<UnwrittenTail> {
+    return { events: [], anyStored: true }
   }
 
   messages(tenantId: string, sessionId: string) {

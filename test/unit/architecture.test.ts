@@ -134,10 +134,11 @@ describe('the write path and the session routing', () => {
     expect(router.match(/\bany\b(?!thing)/g) ?? []).toEqual([])
   })
 
-  it("has no global write chain: a transaction handed the unwritten events is one session's", () => {
-    const writer = readFileSync(path.join(SRC, 'events/event-writer.ts'), 'utf8')
-    expect(writer).toMatch(/writeWith<T>\(tenantId: string, sessionId: string,/)
-    expect(writer).not.toMatch(/private handing\b/)
+  it("has no global write chain: a session's stream commits its own events, and neither the bus nor the batcher keeps a session's state", () => {
+    for (const shared of ['events/event-bus.ts', 'events/event-batcher.ts'])
+      expect(readFileSync(path.join(SRC, shared), 'utf8')).not.toMatch(/new Map</)
+    const stream = readFileSync(path.join(SRC, 'events/session-stream.ts'), 'utf8')
+    expect(stream).toMatch(/async commit\(\s*runId: string \| null,/)
   })
 
   it('reaches a session through one typed host: no operation is registered by name into a partial map', () => {

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest'
 import type { SessionEvent } from '../../src/domain/events.js'
 import { createLogger } from '../../src/domain/logger.js'
 import { DEFAULT_EVENT_BUS_OPTIONS, SessionEventBus } from '../../src/events/event-bus.js'
+import type { SessionStream } from '../../src/events/session-stream.js'
 import type { EventStore } from '../../src/store/event-store.js'
 import type { SessionStore } from '../../src/store/session-store.js'
 
@@ -22,27 +23,30 @@ function heldLog() {
   return { writes, nextWrite, store: store as unknown as EventStore }
 }
 
+/** What a subscriber asks the session's owner for, here answered by its stream in this process. */
+const tailOf = (session: SessionStream) => async (afterSequence: number) => session.unwrittenAfter(afterSequence)
+
 const token = (text: string) => ({ type: 'TOKEN_DELTA' as const, text, attempt: 0, candidate: null })
 
-describe('the session event bus', () => {
+describe('a session event stream and the bus', () => {
   it('delivers a lifecycle event once it is stored, and the tokens published after it behind it, in order', async () => {
     const log = heldLog()
     const bus = new SessionEventBus(log.store, {} as SessionStore, createLogger('silent'), DEFAULT_EVENT_BUS_OPTIONS)
-    bus.openCreated('t', 's')
-    const stream = bus.subscribe({ tenantId: 't', sessionId: 's', afterSequence: null })
+    const session = bus.openCreated('t', 's')
+    const subscription = bus.subscribe({ tenantId: 't', sessionId: 's', afterSequence: null, unwrittenTail: tailOf(session) })
     const delivered: number[] = []
     const reading = (async () => {
-      for await (const event of stream) {
+      for await (const event of subscription) {
         delivered.push(event.sequence)
         if (delivered.length === 4) return
       }
     })()
     await Promise.resolve()
 
-    bus.publish('t', 's', null, token('before')) // nothing waits: live at once
-    bus.publish('t', 's', 'r', { type: 'STEER_APPLIED', steerId: 'x' })
-    bus.publish('t', 's', 'r', token('after 1'))
-    bus.publish('t', 's', 'r', token('after 2'))
+    session.publish(null, token('before')) // nothing waits: live at once
+    session.publish('r', { type: 'STEER_APPLIED', steerId: 'x' })
+    session.publish('r', token('after 1'))
+    session.publish('r', token('after 2'))
     await log.nextWrite()
     // the write holds the lifecycle event and the tokens behind it; none of those went out yet
     expect(log.writes[0]!.events.map((e) => e.sequence)).toEqual([1, 2, 3, 4])
@@ -52,7 +56,7 @@ describe('the session event bus', () => {
     log.writes[0]!.land()
     await reading
     expect(delivered).toEqual([1, 2, 3, 4])
-    expect(bus.quiet('t', 's')).toBe(true)
+    expect(session.quiet).toBe(true)
   })
 
   it('replays to a subscriber on another instance every event the owner wrote while it was asked for its unwritten tail', async () => {
@@ -76,9 +80,9 @@ describe('the session event bus', () => {
       sessionId: 's',
       afterSequence: 0,
       replayOnly: true,
-      ownersTail: async () => {
+      unwrittenTail: async () => {
         storedUpTo = 4
-        return []
+        return { events: [], anyStored: true }
       },
     })
     const replayed: number[] = []
@@ -89,15 +93,17 @@ describe('the session event bus', () => {
   it('delivers to a dozen subscribers of one session, with no listener-leak warning', async () => {
     const log = heldLog()
     const bus = new SessionEventBus(log.store, {} as SessionStore, createLogger('silent'), DEFAULT_EVENT_BUS_OPTIONS)
-    bus.openCreated('t', 's')
+    const session = bus.openCreated('t', 's')
     const warnings: Error[] = []
     const onWarning = (warning: Error) => warnings.push(warning)
     process.on('warning', onWarning)
     try {
-      const streams = Array.from({ length: 12 }, () => bus.subscribe({ tenantId: 't', sessionId: 's', afterSequence: null }))
+      const streams = Array.from({ length: 12 }, () =>
+        bus.subscribe({ tenantId: 't', sessionId: 's', afterSequence: null, unwrittenTail: tailOf(session) }),
+      )
       const firsts = streams.map((stream) => stream.next())
       await new Promise(setImmediate)
-      bus.publish('t', 's', null, token('to all'))
+      session.publish(null, token('to all'))
       const received = await Promise.all(firsts)
       expect(received.map((r) => r.value.sequence)).toEqual(Array(12).fill(1))
       await Promise.all(streams.map((stream) => stream.return?.()))

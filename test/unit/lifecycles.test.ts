@@ -8,8 +8,9 @@ import {
   RUN_TRANSITIONS,
 } from '../../src/domain/lifecycles.js'
 import { ENTRY_STATUSES, type EntryStatus, RUN_STATUSES, type RunStatus } from '../../src/domain/records.js'
-import type { ActiveRun } from '../../src/queue/session-queue.js'
-import { SessionQueue } from '../../src/queue/session-queue.js'
+import type { SessionStream } from '../../src/events/session-stream.js'
+import { type ActiveRun, SessionActor } from '../../src/queue/session-actor.js'
+import type { SessionHistory } from '../../src/store/session-history.js'
 
 describe('the run state machine', () => {
   it('walks the documented path: preparing, waiting, generating, validating, repairing, completed', () => {
@@ -64,7 +65,7 @@ describe('the queue entry state machine', () => {
 })
 
 describe('the session queue state machine', () => {
-  const queue = () => new SessionQueue('t', 's', 1)
+  const queue = () => new SessionActor('t', 's', 1, {} as SessionStream, {} as SessionHistory)
   const active = {} as ActiveRun
 
   it('runs one entry at a time and looks again when it ends', () => {

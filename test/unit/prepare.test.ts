@@ -53,20 +53,19 @@ const catalog: CatalogReader = {
   getProfile: async (_t, id) => profiles.find((p) => p.id === id) ?? null,
   getBackend: (id) => backends.find((b) => b.id === id) ?? null,
 }
-const sessions = {
-  find: async (_t: string, id: string) => (id === 's1' ? { defaultProfileId: 'p-openai' } : null),
-  messages: async () => [
-    { role: 'user', content: 'earlier question', parts: [], toolCalls: [], toolCallId: null },
-    { role: 'assistant', content: 'earlier answer', parts: [], toolCalls: [], toolCallId: null },
-  ],
-}
+const sessions = { find: async (_t: string, id: string) => (id === 's1' ? { defaultProfileId: 'p-openai' } : null) }
+const history = [
+  { role: 'user', content: 'earlier question', parts: [], toolCalls: [], toolCallId: null },
+  { role: 'assistant', content: 'earlier answer', parts: [], toolCalls: [], toolCallId: null },
+]
 const env: Record<string, string> = { OPENAI_API_KEY: 'sk-env-secret' }
 // MY_KEY is allowed server-wide, as PROMPTLINE_CREDENTIAL_ENV_ALLOWLIST would allow it
 const noFiles = { find: async () => null }
 const preparer = new PromptPreparer(catalog, sessions, (name) => env[name], noFiles, ['MY_KEY'])
 type PrepareRequest = Record<string, unknown> & { sessionId?: string }
 // validated once, as the service does at its boundary, then resolved and rendered
-const prepare = ({ sessionId, ...request }: PrepareRequest) => preparer.prepare('t', sessionId ?? null, parseRunRequest(request, ''))
+const prepare = ({ sessionId, ...request }: PrepareRequest) =>
+  preparer.prepare('t', sessionId ?? null, parseRunRequest(request, ''), sessionId ? history : [])
 
 async function codeOf(request: PrepareRequest): Promise<string> {
   try {

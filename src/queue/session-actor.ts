@@ -1,9 +1,11 @@
 import { advanceSessionQueue, type SessionQueueStatus } from '../domain/lifecycles.js'
 import { runOrder, withPositions } from '../domain/queue-order.js'
 import type { QueueEntryRecord, QueueEntryView } from '../domain/records.js'
+import type { SessionStream } from '../events/session-stream.js'
 import type { AdmittedPrompt } from '../runner/prepare.js'
 import type { RecordJournal } from '../runner/record-journal.js'
 import type { RunHandle } from '../runner/run-executor.js'
+import type { SessionHistory } from '../store/session-history.js'
 
 /** The entry a session is running and the runner's handle on its run. */
 export interface ActiveRun {
@@ -13,8 +15,13 @@ export interface ActiveRun {
   done: Promise<void>
 }
 
-/** The in-memory side of one session's queue; the store holds the durable side. */
-export class SessionQueue {
+/**
+ * One session as the instance holding it keeps it, in one place: its queue (outstanding entries,
+ * what admission resolved for them, their writes), its live run, its history, and its event
+ * stream (numbering, unwritten events, its own write chain). The store holds the durable side.
+ * Its status moves only along SESSION_QUEUE_TRANSITIONS (`domain/lifecycles.ts`).
+ */
+export class SessionActor {
   /** Queued, scheduled and running entries. */
   readonly outstanding = new Map<string, QueueEntryRecord>()
   /** What admission resolved and rendered for each waiting entry, reused when it runs. */
@@ -36,6 +43,8 @@ export class SessionQueue {
     readonly tenantId: string,
     readonly sessionId: string,
     public nextQueueSequence: number,
+    readonly stream: SessionStream,
+    readonly history: SessionHistory,
   ) {}
 
   /** An entry's run starts here. */
@@ -73,9 +82,9 @@ export class SessionQueue {
     return this.status === 'CLOSING'
   }
 
-  /** Nothing outstanding, nothing being admitted, nothing running or held: safe to unload. */
+  /** Nothing outstanding, nothing being admitted, nothing running or held, nothing unwritten: safe to unload. */
   get idle(): boolean {
-    return this.outstanding.size === 0 && this.inserting.size === 0 && this.status === 'IDLE'
+    return this.outstanding.size === 0 && this.inserting.size === 0 && this.status === 'IDLE' && this.stream.quiet
   }
 
   get busy(): boolean {
