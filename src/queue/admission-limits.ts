@@ -13,22 +13,22 @@ export class AdmissionLimits {
   constructor(readonly limits: QueueLimits) {}
 
   /** Throws QueueFullError when adding `addedCount` items of `addedBytes` would pass a limit. */
-  check(queue: SessionActor, addedBytes: number, addedCount: number): void {
+  check(actor: SessionActor, addedBytes: number, addedCount: number): void {
     const { limits } = this
-    const session = queue.usage()
+    const session = actor.usage()
     const refuse = (limit: string, what: string) => {
       throw new QueueFullError(`${what}; nothing was queued`, limit)
     }
     if (session.count + addedCount > limits.maxOutstandingPerSession) {
       refuse(
         'maxOutstandingPerSession',
-        `session '${queue.sessionId}' already has ${session.count} outstanding prompts and steers (limit ${limits.maxOutstandingPerSession})`,
+        `session '${actor.sessionId}' already has ${session.count} outstanding prompts and steers (limit ${limits.maxOutstandingPerSession})`,
       )
     }
     if (session.bytes + addedBytes > limits.maxOutstandingBytesPerSession) {
       refuse(
         'maxOutstandingBytesPerSession',
-        `session '${queue.sessionId}' would hold more than ${limits.maxOutstandingBytesPerSession} outstanding bytes`,
+        `session '${actor.sessionId}' would hold more than ${limits.maxOutstandingBytesPerSession} outstanding bytes`,
       )
     }
     if (this.pending.count + addedCount > limits.maxPendingAdmissions) {

@@ -23,26 +23,26 @@ export class QueueEntryWriter {
   constructor(private readonly deps: QueueEntryWriterDeps) {}
 
   /** The journal of an outstanding entry's writes, kept by its queue (its run's start claims the entry there). */
-  journalOf(queue: SessionActor, entry: QueueEntryRecord): RecordJournal {
-    let journal = queue.journals.get(entry.queueId)
+  journalOf(actor: SessionActor, entry: QueueEntryRecord): RecordJournal {
+    let journal = actor.journals.get(entry.queueId)
     if (!journal) {
       journal = new RecordJournal((error) =>
         this.deps.logger.error('a queue entry write failed', { queueId: entry.queueId, error: (error as Error).message }),
       )
-      queue.journals.set(entry.queueId, journal)
+      actor.journals.set(entry.queueId, journal)
     }
     return journal
   }
 
   /** Queues a write of the whole entry as it is when the write runs; nobody waits for it. */
-  save(queue: SessionActor, entry: QueueEntryRecord): void {
-    this.journalOf(queue, entry).saveRow(() => this.deps.entries.update({ ...entry }))
+  save(actor: SessionActor, entry: QueueEntryRecord): void {
+    this.journalOf(actor, entry).saveRow(() => this.deps.entries.update({ ...entry }))
   }
 
   /** Writes the whole entry as it is now; resolves once it is durable. */
-  write(queue: SessionActor, entry: QueueEntryRecord): Promise<void> {
+  write(actor: SessionActor, entry: QueueEntryRecord): Promise<void> {
     const snapshot = { ...entry }
-    return this.journalOf(queue, entry).write(() => this.deps.entries.update(snapshot))
+    return this.journalOf(actor, entry).write(() => this.deps.entries.update(snapshot))
   }
 
   /**
@@ -50,56 +50,56 @@ export class QueueEntryWriter {
    * written), first in its journal; resolves once it is durable. A taken idempotency key fails
    * as the store's UniqueViolation, and the event is never delivered.
    */
-  async admit(queue: SessionActor, entry: QueueEntryRecord): Promise<void> {
+  async admit(actor: SessionActor, entry: QueueEntryRecord): Promise<void> {
     const { ledger } = this.deps
     const admitted = { ...entry }
-    await this.journalOf(queue, entry).write(() =>
-      queue.stream.commit(null, [{ type: 'QUEUE_ENTRY', kind: 'QUEUED', entry: admitted }], (events, earlier) =>
+    await this.journalOf(actor, entry).write(() =>
+      actor.stream.commit(null, [{ type: 'QUEUE_ENTRY', kind: 'QUEUED', entry: admitted }], (events, earlier) =>
         ledger.admit(admitted, [...earlier, ...events]),
       ),
     )
   }
 
-  publish(queue: SessionActor, kind: QueueEntryEventKind, entry: QueueEntryRecord): void {
-    queue.stream.publish(entry.runId, { type: 'QUEUE_ENTRY', kind, entry: { ...entry } })
+  publish(actor: SessionActor, kind: QueueEntryEventKind, entry: QueueEntryRecord): void {
+    actor.stream.publish(entry.runId, { type: 'QUEUE_ENTRY', kind, entry: { ...entry } })
   }
 
   /**
    * A terminal entry that never ran: written with its FINISHED event in one transaction (the
    * event goes live once written), then retired. Resolves once it is durable.
    */
-  async finish(queue: SessionActor, entry: QueueEntryRecord): Promise<void> {
+  async finish(actor: SessionActor, entry: QueueEntryRecord): Promise<void> {
     const { ledger } = this.deps
     const ended = { ...entry }
     try {
-      await this.journalOf(queue, entry).write(() =>
-        queue.closing
+      await this.journalOf(actor, entry).write(() =>
+        actor.closing
           ? ledger.endEntry(ended, [])
-          : queue.stream.commit(null, [{ type: 'QUEUE_ENTRY', kind: 'FINISHED', entry: ended }], (events, earlier) =>
+          : actor.stream.commit(null, [{ type: 'QUEUE_ENTRY', kind: 'FINISHED', entry: ended }], (events, earlier) =>
               ledger.endEntry(ended, [...earlier, ...events]),
             ),
       )
     } finally {
-      this.retire(queue, entry)
+      this.retire(actor, entry)
     }
   }
 
   /** An entry this instance lets go of, its writes landed: the session's next owner takes it up. */
-  leave(queue: SessionActor, entry: QueueEntryRecord): void {
-    queue.outstanding.delete(entry.queueId)
-    queue.journals.delete(entry.queueId)
+  leave(actor: SessionActor, entry: QueueEntryRecord): void {
+    actor.outstanding.delete(entry.queueId)
+    actor.journals.delete(entry.queueId)
   }
 
   /** A terminal entry, already written: no longer outstanding, and old terminal entries pruned. */
-  retire(queue: SessionActor, entry: QueueEntryRecord): void {
-    this.leave(queue, entry)
-    const { tenantId, sessionId } = queue
+  retire(actor: SessionActor, entry: QueueEntryRecord): void {
+    this.leave(actor, entry)
+    const { tenantId, sessionId } = actor
     const keep = this.deps.retainedTerminal
     // prune only when the count may be well over the limit (a tenth of slack), not once per run
-    if (queue.terminalCount === null || ++queue.terminalCount > keep + Math.max(1, Math.ceil(keep / 10))) {
+    if (actor.terminalCount === null || ++actor.terminalCount > keep + Math.max(1, Math.ceil(keep / 10))) {
       this.deps.entries.pruneTerminal(tenantId, sessionId, keep).then(
         (count) => {
-          queue.terminalCount = count
+          actor.terminalCount = count
         },
         (error: Error) => this.deps.logger.error('could not prune terminal queue entries', { sessionId, error: error.message }),
       )

@@ -15,9 +15,9 @@ export class IdempotentAdmissions {
   ) {}
 
   /** The entry this key already admitted, or null; the same key with another request is refused. */
-  async existing(queue: SessionActor, key: string, requestHash: string): Promise<QueueEntryRecord | null> {
-    const live = [...queue.outstanding.values()].find((e) => e.idempotencyKey === key)
-    const found = live ?? (await this.entries.findByIdempotencyKey(queue.tenantId, queue.sessionId, key))
+  async existing(actor: SessionActor, key: string, requestHash: string): Promise<QueueEntryRecord | null> {
+    const live = [...actor.outstanding.values()].find((e) => e.idempotencyKey === key)
+    const found = live ?? (await this.entries.findByIdempotencyKey(actor.tenantId, actor.sessionId, key))
     if (!found) return null
     if (!live && this.clock() - Date.parse(found.queuedAt) > this.ttlMs) {
       await this.entries.releaseIdempotencyKey(found.queueId)

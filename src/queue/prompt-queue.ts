@@ -80,7 +80,7 @@ const now = () => new Date().toISOString()
  * the drain loop (QueueDrain), live runs (RunSupervisor), recovery and take-over (QueueRecovery), leases (SessionLeases).
  */
 export class PromptQueue {
-  private readonly queues: SessionActors
+  private readonly actors: SessionActors
   private readonly admission: AdmissionLimits
   private readonly writer: QueueEntryWriter
   private readonly supervisor: RunSupervisor
@@ -91,7 +91,7 @@ export class PromptQueue {
 
   constructor(private readonly deps: PromptQueueDeps) {
     const { bus, entries, ledger, logger, runs, limits, executor } = deps
-    this.queues = new SessionActors(bus, entries, deps.sessionRows, (actor) => this.recovery.adopt(actor))
+    this.actors = new SessionActors(bus, entries, deps.sessionRows, (actor) => this.recovery.adopt(actor))
     this.admission = new AdmissionLimits(limits)
     this.writer = new QueueEntryWriter({ entries, ledger, logger, retainedTerminal: limits.retainedTerminalPerSession })
     this.supervisor = new RunSupervisor({ executor, writer: this.writer, admission: this.admission, runs })
@@ -102,7 +102,7 @@ export class PromptQueue {
       admission: this.admission,
       scheduler: new DebounceScheduler(),
     })
-    this.recovery = new QueueRecovery({ ...deps, queues: this.queues, admission: this.admission, drain: this.drainer })
+    this.recovery = new QueueRecovery({ ...deps, actors: this.actors, admission: this.admission, drain: this.drainer })
   }
 
   async admit(admission: AdmitRequest): Promise<QueueEntryView> {
@@ -111,31 +111,31 @@ export class PromptQueue {
     // the key guards what was asked; the entry keeps what it was resolved to
     const asked = admission.request
     const request: RunRequest = { ...asked, admission: admission.admission }
-    const queue = await this.queues.get(tenantId, sessionId)
-    if (queue.closing) throw new NotFoundError('session', sessionId)
+    const actor = await this.actors.get(tenantId, sessionId)
+    if (actor.closing) throw new NotFoundError('session', sessionId)
     const idempotencyKey = admission.idempotencyKey ?? null
     const idempotencyHash = idempotencyKey === null ? null : hashValue({ request: asked, whenBusy, schedule: schedule ?? null })
     if (idempotencyKey !== null) {
-      const earlier = await this.idempotent.existing(queue, idempotencyKey, idempotencyHash!)
-      if (earlier) return queue.viewOf(earlier)
+      const earlier = await this.idempotent.existing(actor, idempotencyKey, idempotencyHash!)
+      if (earlier) return actor.viewOf(earlier)
     }
-    const busy = queue.busy
+    const busy = actor.busy
     if (busy && whenBusy === 'REJECT') throw new SessionBusyError(`session '${sessionId}' is busy; nothing was queued`)
 
-    const replacing = schedule ? queue.scheduled(schedule.key) : undefined
+    const replacing = schedule ? actor.scheduled(schedule.key) : undefined
     const requestBytes = Buffer.byteLength(JSON.stringify(request))
-    this.admission.check(queue, requestBytes - (replacing?.requestBytes ?? 0), replacing ? 0 : 1)
+    this.admission.check(actor, requestBytes - (replacing?.requestBytes ?? 0), replacing ? 0 : 1)
 
     const fireAt = schedule ? new Date(Date.now() + schedule.debounceMs).toISOString() : null
     if (replacing && schedule) {
       // re-scheduling the same key before it fires replaces the prompt and restarts the debounce
       this.admission.reserve(requestBytes - replacing.requestBytes, 0)
       Object.assign(replacing, { request, requestBytes, fireAt })
-      queue.admitted.set(replacing.queueId, admitted)
-      this.drainer.schedule(queue, replacing, schedule.debounceMs)
-      await this.writer.write(queue, replacing)
-      this.writer.publish(queue, 'QUEUED', replacing)
-      return queue.viewOf(replacing)
+      actor.admitted.set(replacing.queueId, admitted)
+      this.drainer.schedule(actor, replacing, schedule.debounceMs)
+      await this.writer.write(actor, replacing)
+      this.writer.publish(actor, 'QUEUED', replacing)
+      return actor.viewOf(replacing)
     }
 
     const supersede = busy && (whenBusy === 'INTERRUPT' || whenBusy === 'ROLLBACK') && !schedule
@@ -143,8 +143,8 @@ export class PromptQueue {
       queueId: randomUUID(),
       tenantId,
       sessionId,
-      queueSequence: queue.nextQueueSequence++,
-      priority: supersede ? Math.max(0, ...queue.queued().map((e) => e.priority)) + 1 : 0,
+      queueSequence: actor.nextQueueSequence++,
+      priority: supersede ? Math.max(0, ...actor.queued().map((e) => e.priority)) + 1 : 0,
       status: schedule ? 'SCHEDULED' : 'QUEUED',
       request,
       requestBytes,
@@ -160,36 +160,36 @@ export class PromptQueue {
       finishedAt: null,
     }
     // reserve before the insert so concurrent admissions cannot both squeeze past a limit
-    queue.outstanding.set(entry.queueId, entry)
-    queue.admitted.set(entry.queueId, admitted)
+    actor.outstanding.set(entry.queueId, entry)
+    actor.admitted.set(entry.queueId, admitted)
     this.admission.reserve(requestBytes)
     // counted against the limits at once, but not started before its row exists: it may yet lose
-    queue.inserting.add(entry.queueId)
+    actor.inserting.add(entry.queueId)
     try {
-      await this.writer.admit(queue, entry)
+      await this.writer.admit(actor, entry)
     } catch (error) {
-      queue.outstanding.delete(entry.queueId)
-      queue.admitted.delete(entry.queueId)
-      queue.journals.delete(entry.queueId)
+      actor.outstanding.delete(entry.queueId)
+      actor.admitted.delete(entry.queueId)
+      actor.journals.delete(entry.queueId)
       this.admission.release(requestBytes)
-      this.drainer.drain(queue)
+      this.drainer.drain(actor)
       // a concurrent admission with the same key won the store's unique index: answer with its entry
-      const winner = idempotencyKey === null ? null : await this.idempotent.existing(queue, idempotencyKey, idempotencyHash!)
-      if (winner) return queue.viewOf(winner)
+      const winner = idempotencyKey === null ? null : await this.idempotent.existing(actor, idempotencyKey, idempotencyHash!)
+      if (winner) return actor.viewOf(winner)
       throw error
     } finally {
-      queue.inserting.delete(entry.queueId)
+      actor.inserting.delete(entry.queueId)
     }
-    if (schedule) this.drainer.schedule(queue, entry, schedule.debounceMs)
-    if (supersede && queue.active) this.supervisor.supersede(queue.active, whenBusy === 'INTERRUPT')
-    this.drainer.drain(queue)
-    return queue.viewOf(entry)
+    if (schedule) this.drainer.schedule(actor, entry, schedule.debounceMs)
+    if (supersede && actor.active) this.supervisor.supersede(actor.active, whenBusy === 'INTERRUPT')
+    this.drainer.drain(actor)
+    return actor.viewOf(entry)
   }
 
   /** Cancels a queued or scheduled entry, or aborts a running one. */
   async cancel(tenantId: string, sessionId: string, queueId: string): Promise<{ cancelled: boolean; entry: QueueEntryRecord }> {
-    const queue = await this.queues.get(tenantId, sessionId)
-    const entry = queue.outstanding.get(queueId)
+    const actor = await this.actors.get(tenantId, sessionId)
+    const entry = actor.outstanding.get(queueId)
     if (!entry) {
       // not outstanding: its end was written before it left
       const stored = await this.deps.entries.find(tenantId, sessionId, queueId)
@@ -198,25 +198,25 @@ export class PromptQueue {
     }
     if (entry.status === 'QUEUED' || entry.status === 'SCHEDULED') {
       this.drainer.unschedule(entry.queueId)
-      queue.admitted.delete(queueId)
+      actor.admitted.delete(queueId)
       this.admission.release(entry.requestBytes)
       advanceEntry(entry, 'CANCELLED')
       Object.assign(entry, {
         finishedAt: now(),
         error: { code: 'CANCELLED', message: 'cancelled before it ran' },
       } satisfies Partial<QueueEntryRecord>)
-      await this.writer.finish(queue, entry)
+      await this.writer.finish(actor, entry)
       this.supervisor.ended(queueId)
       return { cancelled: true, entry: { ...entry } }
     }
-    const active = queue.active
+    const active = actor.active
     if (!active || active.entry !== entry) return { cancelled: false, entry: { ...entry } }
     return { cancelled: await this.supervisor.cancel(active), entry: { ...entry } }
   }
 
   async cancelScheduled(tenantId: string, sessionId: string, scheduleKey: string): Promise<boolean> {
-    const queue = await this.queues.get(tenantId, sessionId)
-    const entry = queue.scheduled(scheduleKey)
+    const actor = await this.actors.get(tenantId, sessionId)
+    const entry = actor.scheduled(scheduleKey)
     if (!entry) return false
     return (await this.cancel(tenantId, sessionId, entry.queueId)).cancelled
   }
@@ -232,15 +232,15 @@ export class PromptQueue {
 
   /** Accepts a steer for the running entry; it is applied at the run's next token boundary. */
   async steer(tenantId: string, sessionId: string, queueId: string, steerId: string, text: string): Promise<{ runId: string }> {
-    const queue = await this.queues.get(tenantId, sessionId)
-    if (queue.active?.entry.queueId !== queueId) {
-      if (!queue.outstanding.has(queueId) && !(await this.deps.entries.find(tenantId, sessionId, queueId))) {
+    const actor = await this.actors.get(tenantId, sessionId)
+    if (actor.active?.entry.queueId !== queueId) {
+      if (!actor.outstanding.has(queueId) && !(await this.deps.entries.find(tenantId, sessionId, queueId))) {
         throw new NotFoundError('queue entry', queueId)
       }
       throw new SteerRejectedError(`queue entry '${queueId}' is not running`, 'NOT_RUNNING')
     }
-    const { runId } = this.supervisor.steer(queue, queueId, steerId, text)
-    queue.stream.publish(runId, { type: 'STEER_ACCEPTED', steerId, queueId })
+    const { runId } = this.supervisor.steer(actor, queueId, steerId, text)
+    actor.stream.publish(runId, { type: 'STEER_ACCEPTED', steerId, queueId })
     return { runId }
   }
 
@@ -251,14 +251,14 @@ export class PromptQueue {
 
   /** Outstanding entries of a session with their position (0 = running, 1 = next, …). */
   async outstanding(tenantId: string, sessionId: string): Promise<QueueEntryView[]> {
-    return (await this.queues.get(tenantId, sessionId)).view()
+    return (await this.actors.get(tenantId, sessionId)).view()
   }
 
   /** An entry as it is now: live while outstanding, else as stored (its end was written before it left). */
   async entry(tenantId: string, sessionId: string, queueId: string): Promise<QueueEntryView | null> {
-    const queue = await this.queues.get(tenantId, sessionId)
-    const live = queue.outstanding.get(queueId)
-    if (live) return queue.viewOf(live)
+    const actor = await this.actors.get(tenantId, sessionId)
+    const live = actor.outstanding.get(queueId)
+    if (live) return actor.viewOf(live)
     const stored = await this.deps.entries.find(tenantId, sessionId, queueId)
     return stored && { ...stored, position: null }
   }
@@ -273,13 +273,13 @@ export class PromptQueue {
   }
 
   async status(tenantId: string, sessionId: string): Promise<SessionStatus> {
-    const queue = await this.queues.peek(tenantId, sessionId)
-    return queue ? queueStatus(queue.busy, queue.outstanding.values()) : 'IDLE'
+    const actor = await this.actors.peek(tenantId, sessionId)
+    return actor ? queueStatus(actor.busy, actor.outstanding.values()) : 'IDLE'
   }
 
   /** Entries queued, scheduled or running in the sessions this process runs. */
   get depth(): number {
-    return this.queues.outstanding
+    return this.actors.outstanding
   }
 
   /**
@@ -288,44 +288,44 @@ export class PromptQueue {
    * loaded (everything it published is written by then).
    */
   async lastSequence(tenantId: string, sessionId: string): Promise<number> {
-    const actor = this.queues.current(tenantId, sessionId)
+    const actor = this.actors.current(tenantId, sessionId)
     return actor ? actor.stream.lastDelivered : this.deps.events.maxSequence(tenantId, sessionId)
   }
 
   /** The events of the session delivered after `afterSequence` and not written yet (none while its actor is not loaded). */
   unwrittenTail(tenantId: string, sessionId: string, afterSequence: number): UnwrittenTail {
-    return this.queues.current(tenantId, sessionId)?.stream.unwrittenAfter(afterSequence) ?? { events: [], anyStored: true }
+    return this.actors.current(tenantId, sessionId)?.stream.unwrittenAfter(afterSequence) ?? { events: [], anyStored: true }
   }
 
   /** The session's conversation: its actor's while loaded, else as stored. */
   messages(tenantId: string, sessionId: string): Promise<MessageRecord[]> {
-    const actor = this.queues.current(tenantId, sessionId)
+    const actor = this.actors.current(tenantId, sessionId)
     return actor ? actor.history.messages() : this.deps.sessionRows.messages(tenantId, sessionId)
   }
 
   /** Cancels the whole queue of a session (running entry included) before it is deleted. */
   async clearSession(tenantId: string, sessionId: string): Promise<void> {
-    const queue = await this.queues.get(tenantId, sessionId)
-    for (const entry of [...queue.outstanding.values()])
-      if (entry !== queue.active?.entry) await this.cancel(tenantId, sessionId, entry.queueId)
-    if (queue.active) await this.cancel(tenantId, sessionId, queue.active.entry.queueId)
-    queue.close()
+    const actor = await this.actors.get(tenantId, sessionId)
+    for (const entry of [...actor.outstanding.values()])
+      if (entry !== actor.active?.entry) await this.cancel(tenantId, sessionId, entry.queueId)
+    if (actor.active) await this.cancel(tenantId, sessionId, actor.active.entry.queueId)
+    actor.close()
     await this.deps.bus.flush() // the events published before the cancels are written before the log is deleted
   }
 
   /** Another instance took the session over: stop its run here (its new owner ends it) and forget it. */
   async lose(tenantId: string, sessionId: string): Promise<void> {
     // an idle queue is forgotten before the first await: a claim right after loads it afresh
-    const queue = this.queues.current(tenantId, sessionId) ?? (await this.queues.peek(tenantId, sessionId)?.catch(() => null))
-    if (queue) {
-      queue.close()
-      for (const entry of queue.outstanding.values()) {
-        if (entry === queue.active?.entry) continue
+    const actor = this.actors.current(tenantId, sessionId) ?? (await this.actors.peek(tenantId, sessionId)?.catch(() => null))
+    if (actor) {
+      actor.close()
+      for (const entry of actor.outstanding.values()) {
+        if (entry === actor.active?.entry) continue
         this.drainer.unschedule(entry.queueId)
         this.admission.release(entry.requestBytes)
       }
-      queue.active?.handle.stop(new RunStop('SHUTDOWN', 'the session moved to another instance'))
-      if (queue.active) await queue.active.done
+      actor.active?.handle.stop(new RunStop('SHUTDOWN', 'the session moved to another instance'))
+      if (actor.active) await actor.active.done
     }
     this.forget(tenantId, sessionId)
   }
@@ -343,7 +343,7 @@ export class PromptQueue {
   /** A session this process just created under `lease`, with its first history: held here, its actor starts empty, unread. */
   created(tenantId: string, sessionId: string, lease: NewLease, history: MessageRecord[]): void {
     this.deps.ownership.created(tenantId, sessionId, lease)
-    this.queues.created(tenantId, sessionId, history)
+    this.actors.created(tenantId, sessionId, history)
   }
 
   /** Whether this instance holds the session now: its records in memory are the session's truth. */
@@ -353,12 +353,12 @@ export class PromptQueue {
 
   /** Whether the session has anything outstanding, running or unwritten (its lease is renewed). */
   hasWork(tenantId: string, sessionId: string): boolean {
-    return this.queues.hasWork(tenantId, sessionId)
+    return this.actors.hasWork(tenantId, sessionId)
   }
 
   /** Forgets a deleted (or lost) session. */
   forget(tenantId: string, sessionId: string): void {
-    this.queues.forget(tenantId, sessionId)
+    this.actors.forget(tenantId, sessionId)
     this.deps.sessions.forget(tenantId, sessionId)
   }
 

@@ -24,39 +24,39 @@ export class QueueDrain {
   constructor(private readonly deps: QueueDrainDeps) {}
 
   /** Starts the next queued entry unless one is running. */
-  drain(queue: SessionActor): void {
-    if (queue.status !== 'IDLE' || this.stopped) return
-    const next = queue.queued()[0]
+  drain(actor: SessionActor): void {
+    if (actor.status !== 'IDLE' || this.stopped) return
+    const next = actor.queued()[0]
     // the head of the line starts once its row exists (its admission calls drain again)
-    if (next && !queue.inserting.has(next.queueId)) void this.run(queue, next)
+    if (next && !actor.inserting.has(next.queueId)) void this.run(actor, next)
   }
 
-  private async run(queue: SessionActor, entry: QueueEntryRecord): Promise<void> {
+  private async run(actor: SessionActor, entry: QueueEntryRecord): Promise<void> {
     this.deps.admission.release(entry.requestBytes)
-    await this.runToEnd(queue, this.deps.supervisor.start(queue, entry))
+    await this.runToEnd(actor, this.deps.supervisor.start(actor, entry))
   }
 
   /** Goes on with a run that was waiting for tool results when its server stopped; nothing starts before it ends. */
-  resume(queue: SessionActor, entry: QueueEntryRecord, run: RunRecord): void {
-    queue.outstanding.set(entry.queueId, entry)
-    void this.runToEnd(queue, this.deps.supervisor.start(queue, entry, run))
+  resume(actor: SessionActor, entry: QueueEntryRecord, run: RunRecord): void {
+    actor.outstanding.set(entry.queueId, entry)
+    void this.runToEnd(actor, this.deps.supervisor.start(actor, entry, run))
   }
 
-  private async runToEnd(queue: SessionActor, active: ActiveRun): Promise<void> {
-    queue.started(active)
+  private async runToEnd(actor: SessionActor, active: ActiveRun): Promise<void> {
+    actor.started(active)
     await active.done
-    queue.runEnded()
-    this.drain(queue)
+    actor.runEnded()
+    this.drain(actor)
   }
 
   /** (Re)starts a scheduled entry's debounce; when it fires the entry is queued. */
-  schedule(queue: SessionActor, entry: QueueEntryRecord, delayMs: number): void {
+  schedule(actor: SessionActor, entry: QueueEntryRecord, delayMs: number): void {
     this.deps.scheduler.arm(entry.queueId, delayMs, () => {
       if (entry.status !== 'SCHEDULED') return
       advanceEntry(entry, 'QUEUED')
-      this.deps.writer.save(queue, entry)
-      this.deps.writer.publish(queue, 'QUEUED', entry)
-      this.drain(queue)
+      this.deps.writer.save(actor, entry)
+      this.deps.writer.publish(actor, 'QUEUED', entry)
+      this.drain(actor)
     })
   }
 

@@ -28,7 +28,7 @@ export interface QueueRecoveryDeps {
   ledger: RunLedger
   entries: QueueStore
   events: EventStore
-  queues: SessionActors
+  actors: SessionActors
   bus: SessionEventBus
   admission: AdmissionLimits
   drain: QueueDrain
@@ -69,7 +69,7 @@ export class QueueRecovery {
         const stream = interrupted.length > 0 ? await this.deps.bus.open(tenantId, id) : null
         for (const run of interrupted) await this.end(run, 'INTERRUPTED', null, stream)
       }
-      await this.deps.queues.get(tenantId, id)
+      await this.deps.actors.get(tenantId, id)
     }
   }
 
@@ -79,27 +79,27 @@ export class QueueRecovery {
    * STALE, a run it left waiting for tool results goes on waiting here, and the prompts it had
    * admitted resume here in order.
    */
-  async adopt(queue: SessionActor): Promise<void> {
-    const { tenantId, sessionId } = queue
+  async adopt(actor: SessionActor): Promise<void> {
+    const { tenantId, sessionId } = actor
     const guard = this.staleGuard()
     const waiting = new Map<string, RunRecord>()
     for (const run of await this.deps.runs.unfinished({ tenantId, sessionId })) {
       if (run.status === 'REQUIRES_ACTION') waiting.set(run.id, run)
-      else if (!(await this.end(run, 'STALE', guard, queue.stream))) queue.hold(run.id) // within its in-flight grace: the reaper ends it
+      else if (!(await this.end(run, 'STALE', guard, actor.stream))) actor.hold(run.id) // within its in-flight grace: the reaper ends it
     }
     const open = await this.deps.entries.forSession(tenantId, sessionId, false)
     for (const entry of open) {
       if (entry.status !== 'STARTING' && entry.status !== 'RUNNING') continue
       const run = entry.runId === null ? undefined : waiting.get(entry.runId)
-      if (run && queue.status === 'IDLE') this.deps.drain.resume(queue, entry, run)
+      if (run && actor.status === 'IDLE') this.deps.drain.resume(actor, entry, run)
       else {
         // a second run in the session's way (it never should be): the waiting one ends too
-        if (run) await this.end(run, 'STALE', null, queue.stream)
+        if (run) await this.end(run, 'STALE', null, actor.stream)
         await this.reconcile(entry)
       }
     }
     this.resume(
-      queue,
+      actor,
       open.filter((e) => e.status === 'QUEUED' || e.status === 'SCHEDULED'),
     )
   }
@@ -116,13 +116,13 @@ export class QueueRecovery {
   }
 
   /** Waiting entries join their queue (scheduled ones keep their fire time), and it drains. */
-  private resume(queue: SessionActor, waiting: QueueEntryRecord[]): void {
+  private resume(actor: SessionActor, waiting: QueueEntryRecord[]): void {
     for (const entry of waiting) {
-      queue.outstanding.set(entry.queueId, entry)
+      actor.outstanding.set(entry.queueId, entry)
       this.deps.admission.reserve(entry.requestBytes)
-      if (entry.status === 'SCHEDULED') this.deps.drain.schedule(queue, entry, entry.fireAt ? Date.parse(entry.fireAt) - Date.now() : 0)
+      if (entry.status === 'SCHEDULED') this.deps.drain.schedule(actor, entry, entry.fireAt ? Date.parse(entry.fireAt) - Date.now() : 0)
     }
-    this.deps.drain.drain(queue)
+    this.deps.drain.drain(actor)
   }
 
   /** Reaps now, then every `reapIntervalMs` until `stop`. */
@@ -150,7 +150,7 @@ export class QueueRecovery {
           // only a session's owner numbers its events: another instance's session waits for its lease to lapse
           if (!(await this.deps.ownership.claim(run.tenantId, run.sessionId)).mine) continue
           // taking a session over adopts it: its live runs end and its queue goes on here
-          actor = await this.deps.queues.get(run.tenantId, run.sessionId)
+          actor = await this.deps.actors.get(run.tenantId, run.sessionId)
         }
         if ((await this.end(run, 'STALE', guard, actor?.stream ?? null)) && actor?.unhold(run.id)) this.deps.drain.drain(actor)
       }
@@ -170,7 +170,7 @@ export class QueueRecovery {
   /** Sessions whose owner's lease lapsed while prompts wait in them: take them over. */
   private async adoptOrphans(): Promise<void> {
     for (const { tenantId, id } of await this.deps.sessionRows.orphaned(new Date(), { take: 100 })) {
-      if ((await this.deps.ownership.claim(tenantId, id)).mine) await this.deps.queues.get(tenantId, id)
+      if ((await this.deps.ownership.claim(tenantId, id)).mine) await this.deps.actors.get(tenantId, id)
     }
   }
 

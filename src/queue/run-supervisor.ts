@@ -34,7 +34,7 @@ export class RunSupervisor {
    * Starts a queued entry's run, or (`resumed`) goes on with a run that was waiting for tool
    * results when its server stopped; `done` resolves once the entry is terminal and written.
    */
-  start(queue: SessionActor, entry: QueueEntryRecord, resumed: RunRecord | null = null): ActiveRun {
+  start(actor: SessionActor, entry: QueueEntryRecord, resumed: RunRecord | null = null): ActiveRun {
     const { writer, executor } = this.deps
     if (!resumed) {
       advanceEntry(entry, 'STARTING')
@@ -42,21 +42,21 @@ export class RunSupervisor {
     }
     // the run claims the entry (STARTING, with its id) in the transaction that inserts it, with
     // the entry's STARTED event
-    const session = { entryJournal: writer.journalOf(queue, entry), stream: queue.stream, history: queue.history }
-    const handle = executor.start(entry, queue.admitted.get(entry.queueId) ?? null, session, resumed)
-    queue.admitted.delete(entry.queueId)
+    const session = { entryJournal: writer.journalOf(actor, entry), stream: actor.stream, history: actor.history }
+    const handle = executor.start(entry, actor.admitted.get(entry.queueId) ?? null, session, resumed)
+    actor.admitted.delete(entry.queueId)
     // whoever waits for the entry (runPrompt) is told when its run waits for tool results too
     handle.onWaiting(() => this.ended(entry.queueId))
     // RUNNING is not written: STARTING already marks it mid-run in the store
     void handle.generating.then((started) => {
       if (!started || entry.status !== 'STARTING') return
       advanceEntry(entry, 'RUNNING')
-      writer.publish(queue, 'RUNNING', entry)
+      writer.publish(actor, 'RUNNING', entry)
     })
     // the run's end wrote and announced the entry's end with it
     const done = handle.finished.then((run) => {
-      if (isTerminalRun(run.status)) writer.retire(queue, entry)
-      else writer.leave(queue, entry) // left waiting for tool results, for the session's next owner
+      if (isTerminalRun(run.status)) writer.retire(actor, entry)
+      else writer.leave(actor, entry) // left waiting for tool results, for the session's next owner
       this.live.delete(run.id)
       this.ended(entry.queueId)
     })
@@ -115,13 +115,13 @@ export class RunSupervisor {
   }
 
   /** Accepts a steer for the session's running entry; the run applies it at its next token boundary. */
-  steer(queue: SessionActor, queueId: string, steerId: string, text: string): { runId: string } {
-    const active = queue.active!
+  steer(actor: SessionActor, queueId: string, steerId: string, text: string): { runId: string } {
+    const active = actor.active!
     const { handle } = active
     if (handle.steers.has(steerId)) throw new SteerRejectedError(`steer '${steerId}' was already accepted for this run`, 'DUPLICATE')
     if (active.entry.status !== 'RUNNING' || !handle.stoppable)
       throw new SteerRejectedError(`queue entry '${queueId}' is not running`, 'NOT_RUNNING')
-    this.deps.admission.check(queue, Buffer.byteLength(text), 1)
+    this.deps.admission.check(actor, Buffer.byteLength(text), 1)
     handle.steers.add({ steerId, text })
     return { runId: handle.run.id }
   }
