@@ -35,6 +35,7 @@ import { IdempotentAdmissions } from './idempotent-admissions.js'
 import { QueueDrain } from './queue-drain.js'
 import { QueueRecovery } from './queue-recovery.js'
 import { RunSupervisor } from './run-supervisor.js'
+import type { SessionActor } from './session-actor.js'
 import { SessionActors } from './session-actors.js'
 import type { NewLease, SessionLeases } from './session-leases.js'
 
@@ -159,31 +160,41 @@ export class PromptQueue {
       startedAt: null,
       finishedAt: null,
     }
-    // reserve before the insert so concurrent admissions cannot both squeeze past a limit
-    actor.outstanding.set(entry.queueId, entry)
-    actor.admitted.set(entry.queueId, admitted)
-    this.admission.reserve(requestBytes)
-    // counted against the limits at once, but not started before its row exists: it may yet lose
-    actor.inserting.add(entry.queueId)
-    try {
-      await this.writer.admit(actor, entry)
-    } catch (error) {
-      actor.outstanding.delete(entry.queueId)
-      actor.admitted.delete(entry.queueId)
-      actor.journals.delete(entry.queueId)
-      this.admission.release(requestBytes)
-      this.drainer.drain(actor)
-      // a concurrent admission with the same key won the store's unique index: answer with its entry
-      const winner = idempotencyKey === null ? null : await this.idempotent.existing(actor, idempotencyKey, idempotencyHash!)
-      if (winner) return actor.viewOf(winner)
-      throw error
-    } finally {
-      actor.inserting.delete(entry.queueId)
-    }
+    const won = await this.insert(actor, entry, admitted)
+    if (won !== entry) return actor.viewOf(won)
     if (schedule) this.drainer.schedule(actor, entry, schedule.debounceMs)
     if (supersede && actor.active) this.supervisor.supersede(actor.active, whenBusy === 'INTERRUPT')
     this.drainer.drain(actor)
     return actor.viewOf(entry)
+  }
+
+  /**
+   * Counts a new entry against the limits at once and inserts it; it starts only once its row
+   * exists. Answers the entry, or the one a concurrent admission with the same idempotency key
+   * inserted first (the store's unique index decides); any other failure leaves nothing counted.
+   */
+  private async insert(actor: SessionActor, entry: QueueEntryRecord, admitted: AdmittedPrompt): Promise<QueueEntryRecord> {
+    // reserved before the insert so concurrent admissions cannot both squeeze past a limit
+    actor.outstanding.set(entry.queueId, entry)
+    actor.admitted.set(entry.queueId, admitted)
+    this.admission.reserve(entry.requestBytes)
+    actor.inserting.add(entry.queueId)
+    try {
+      await this.writer.admit(actor, entry)
+      return entry
+    } catch (error) {
+      actor.outstanding.delete(entry.queueId)
+      actor.admitted.delete(entry.queueId)
+      actor.journals.delete(entry.queueId)
+      this.admission.release(entry.requestBytes)
+      this.drainer.drain(actor)
+      const { idempotencyKey, idempotencyHash } = entry
+      const winner = idempotencyKey === null ? null : await this.idempotent.existing(actor, idempotencyKey, idempotencyHash!)
+      if (winner) return winner
+      throw error
+    } finally {
+      actor.inserting.delete(entry.queueId)
+    }
   }
 
   /** Cancels a queued or scheduled entry, or aborts a running one. */

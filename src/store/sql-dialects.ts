@@ -15,17 +15,10 @@ import {
 } from 'kysely'
 import pg from 'pg'
 import type { DB } from '../generated/kysely/tables.js'
-import { type SqliteConnection, sqliteTime } from './sqlite-connection.js'
+import { type SqliteConnection, sqliteValue } from './sqlite-connection.js'
 
 /** The store's typed statements (Kysely, typed from the Prisma schema by prisma-kysely). */
 export type Sql = Kysely<DB>
-
-/** A value as better-sqlite3 binds it: times as Prisma writes them, booleans as integers. */
-function sqliteValue(value: unknown): unknown {
-  if (value instanceof Date) return sqliteTime(value)
-  if (typeof value === 'boolean') return value ? 1 : 0
-  return value ?? null
-}
 
 /** Statements on the connection in its lane: one lane turn a statement, or a whole transaction. */
 class SqliteLaneConnection implements DatabaseConnection {

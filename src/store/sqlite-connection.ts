@@ -7,6 +7,13 @@ import { LRUCache } from 'lru-cache'
 /** How the store writes a time into SQLite: ISO 8601 with an explicit offset, as Prisma writes and compares them. */
 export const sqliteTime = (at: Date) => at.toISOString().replace('Z', '+00:00')
 
+/** A value as SQLite binds it: times as the store writes them, booleans as 0 or 1, undefined as NULL. */
+export function sqliteValue(value: unknown): unknown {
+  if (value instanceof Date) return sqliteTime(value)
+  if (typeof value === 'boolean') return value ? 1 : 0
+  return value ?? null
+}
+
 /**
  * SQLite's one connection, shared by Prisma's client and the run path's statements: a second
  * connection's write would wait synchronously on the first's open transaction and block the

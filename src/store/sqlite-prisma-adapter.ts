@@ -10,7 +10,7 @@ import {
   type SqlResultSet,
   type Transaction,
 } from '@prisma/driver-adapter-utils'
-import { type SqliteConnection, sqliteTime } from './sqlite-connection.js'
+import { type SqliteConnection, sqliteTime, sqliteValue } from './sqlite-connection.js'
 
 const ADAPTER_NAME = 'promptline-sqlite'
 
@@ -56,10 +56,7 @@ function cell(value: unknown, type: ColumnType): unknown {
 
 /** An argument as better-sqlite3 binds it. */
 function bound(arg: unknown, type: ArgType | undefined): unknown {
-  if (arg === null || arg === undefined) return null
-  if (typeof arg === 'boolean') return arg ? 1 : 0
-  if (arg instanceof Date) return sqliteTime(arg)
-  if (typeof arg !== 'string') return arg
+  if (typeof arg !== 'string') return sqliteValue(arg)
   switch (type?.scalarType) {
     case 'int':
       return Number.parseInt(arg, 10)
