@@ -3,7 +3,7 @@ import { usageOf } from '../domain/records.js'
 import { type CachedAnswer, mergeResponseCache, responseCacheKey } from '../domain/response-cache.js'
 import type { ResponseCacheStore } from '../store/response-cache-store.js'
 import type { AdmittedPrompt, PreparedPrompt } from './prepare.js'
-import type { RunEnding, RunRecorder } from './run-recorder.js'
+import type { RunAmendment, RunEnding, RunRecorder } from './run-recorder.js'
 
 export interface ResponseCacheDeps {
   store: Pick<ResponseCacheStore, 'find' | 'put'>
@@ -32,7 +32,7 @@ export class RunResponseCache {
   ) {}
 
   /** The answer kept for the prepared request, or null; the run records the hit or miss. */
-  async lookup(prepared: PreparedPrompt, run: RunRecord): Promise<CachedAnswer | null> {
+  async lookup(prepared: PreparedPrompt, recorder: RunRecorder): Promise<CachedAnswer | null> {
     const policy = mergeResponseCache(prepared.profile.cache, prepared.prompt?.definition.cache, this.request.cache)
     if (policy.mode === 'OFF' || prepared.parallel) return null
     const primary = prepared.candidates[0]!
@@ -48,15 +48,17 @@ export class RunResponseCache {
       tools: primary.tooling,
     })
     const hit = await this.deps.store.find(prepared.tenantId, this.key, new Date())
-    run.cache = hit
-      ? {
-          hit: true,
-          sourceRunId: hit.sourceRunId,
-          ageMs: Math.max(0, Date.now() - Date.parse(hit.createdAt)),
-          sourceUsage: hit.sourceUsage,
-          sourceCostUsd: hit.sourceCostUsd,
-        }
-      : MISS
+    recorder.amend({
+      cache: hit
+        ? {
+            hit: true,
+            sourceRunId: hit.sourceRunId,
+            ageMs: Math.max(0, Date.now() - Date.parse(hit.createdAt)),
+            sourceUsage: hit.sourceUsage,
+            sourceCostUsd: hit.sourceCostUsd,
+          }
+        : MISS,
+    })
     return hit
   }
 
@@ -84,9 +86,9 @@ export class RunResponseCache {
   }
 }
 
-/** A hit, on its run: the source's answer with no usage and no cost of its own. */
-function answerFromCache(run: RunRecord, hit: CachedAnswer): void {
-  Object.assign(run, {
+/** A hit, as its run records it: the source's answer with no usage and no cost of its own. */
+function answerFromCache(hit: CachedAnswer): RunAmendment {
+  return {
     output: hit.output,
     parsedOutput: hit.parsedOutput,
     validation: hit.validation,
@@ -95,15 +97,14 @@ function answerFromCache(run: RunRecord, hit: CachedAnswer): void {
     usage: usageOf(),
     costUsd: 0,
     priceTable: null,
-  } satisfies Partial<RunRecord>)
+  }
 }
 
 /** A response-cache hit as a run's end: the source's answer, streamed to subscribers as one ordinary token event. */
 export function replayHit(recorder: RunRecorder, hit: CachedAnswer, turn: AdmittedPrompt['turn']): Omit<RunEnding, 'unappliedSteerIds'> {
-  const { run } = recorder
-  run.firstTokenAt = new Date().toISOString()
+  recorder.amend({ firstTokenAt: new Date().toISOString() })
   if (hit.output !== '') recorder.publish({ type: 'TOKEN_DELTA', text: hit.output, attempt: 0, candidate: null })
-  answerFromCache(run, hit)
+  recorder.amend(answerFromCache(hit))
   const transcript = [...turn, { role: 'assistant' as const, content: hit.output }]
   return { status: 'COMPLETED', terminalReason: 'COMPLETED', errorCode: null, errorMessage: null, transcript, history: 'ALL' }
 }

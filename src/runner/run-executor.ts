@@ -16,7 +16,7 @@ import { type SubmittedResult, ToolRounds } from './tool-rounds.js'
 /** A run started by `RunExecutor.start`: the queue reads it, stops it, steers it and awaits its end. */
 export interface RunHandle {
   /** The live record; the runner alone changes it. */
-  readonly run: RunRecord
+  readonly run: Readonly<RunRecord>
   /** Steers accepted for this run, applied at its next generation boundary. */
   readonly steers: SteerInbox
   /** True once the model call starts; false if the run ended before that. */

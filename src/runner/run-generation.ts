@@ -9,7 +9,7 @@ import { ModelCaller } from './model-caller.js'
 import { alternativeOf, type Branch, runParallel } from './parallel.js'
 import type { AdmittedPrompt, Candidate, PreparedPrompt } from './prepare.js'
 import { type RunResponseCache, replayHit } from './response-cache.js'
-import { carriedOf, follow, recordFinish, tally } from './run-accounting.js'
+import { answeredBy, carriedOf, finishOf, tallied } from './run-accounting.js'
 import type { RunExecutorDeps } from './run-executor.js'
 import { RunLeases } from './run-leases.js'
 import type { RunEnding, RunRecorder } from './run-recorder.js'
@@ -81,7 +81,7 @@ export class RunGeneration {
     })
   }
 
-  private get run(): RunRecord {
+  private get run(): Readonly<RunRecord> {
     return this.parts.recorder.run
   }
 
@@ -104,12 +104,14 @@ export class RunGeneration {
     const { run } = this
     const resolution = admitted ?? (await this.deps.preparer.admit(run.tenantId, entry.sessionId, entry.request))
     signal.throwIfAborted()
-    follow(run, resolution.candidates[0]!)
-    run.promptVersion = resolution.prompt?.version ?? null
-    run.promptLabel = resolution.promptLabel
-    run.splitBucket = resolution.splitBucket
-    run.includes = resolution.includes.list
-    run.definitionHash = resolution.prompt?.definitionHash ?? null
+    recorder.amend({
+      ...answeredBy(resolution.candidates[0]!),
+      promptVersion: resolution.prompt?.version ?? null,
+      promptLabel: resolution.promptLabel,
+      splitBucket: resolution.splitBucket,
+      includes: resolution.includes.list,
+      definitionHash: resolution.prompt?.definitionHash ?? null,
+    })
     // admission: a lease on the first backend with credentials, before the history is read
     const chains = resolution.parallel ?? [resolution.candidates]
     for (const chain of chains) {
@@ -119,12 +121,12 @@ export class RunGeneration {
     const prepared = this.deps.preparer.assemble(resolution, await this.parts.history.messages())
     signal.throwIfAborted()
     this.turn = prepared.turn
-    const hit = this.resumedWaiting ? null : await cache.lookup(prepared, run)
+    const hit = this.resumedWaiting ? null : await cache.lookup(prepared, recorder)
     const fileIds = hit ? [] : fileIdsIn(prepared.messages)
     if (fileIds.length > 0) this.files = await this.deps.files.read(run.tenantId, fileIds)
     signal.throwIfAborted()
     if (!this.resumedWaiting) {
-      run.renderedHash = prepared.renderedHash
+      recorder.amend({ renderedHash: prepared.renderedHash })
       recorder.advance('GENERATING', true)
     }
     this.parts.onGenerating()
@@ -159,22 +161,19 @@ export class RunGeneration {
       hooks: this.hooks(selected, true),
       signal,
       releaseLeases: () => this.leases.releaseAll(),
-      account: (round) => {
-        follow(run, selected.caller.candidate)
-        recordFinish(run, round)
-        tally(run, round.text, branches, carried)
-      },
+      account: (round) =>
+        recorder.amend({ ...answeredBy(selected.caller.candidate), ...finishOf(round), ...tallied(round.text, branches, carried) }),
     })
     selected.answer = answer
     selected.status = 'COMPLETED'
-    follow(run, selected.caller.candidate)
-    recordFinish(run, answer)
-    Object.assign(run, {
+    recorder.amend({
+      ...answeredBy(selected.caller.candidate),
+      ...finishOf(answer),
       parsedOutput: answer.validation.parsed ?? null,
       validation: { valid: answer.validation.valid, errors: answer.validation.errors, attempts: answer.attempts },
       alternatives: branches.filter((b) => b !== selected && !b.judge).map(alternativeOf),
-    } satisfies Partial<RunRecord>)
-    tally(run, answer.text, branches, carried)
+      ...tallied(answer.text, branches, carried),
+    })
     const transcript = [
       ...this.turn,
       ...tools.added,
@@ -188,7 +187,7 @@ export class RunGeneration {
   private stopped(error: unknown): GenerationEnd | null {
     const { recorder, tools } = this.parts
     const lead = this.branches[0]
-    tally(this.run, lead?.progress.text ?? '', this.branches, this.carried)
+    recorder.amend(tallied(lead?.progress.text ?? '', this.branches, this.carried))
     if (error instanceof RunStop) {
       if (error.reason === 'SHUTDOWN' && tools.waiting) return null
       const partial = lead && lead.progress.segment !== '' ? [{ role: 'assistant' as const, content: lead.progress.segment }] : []
@@ -245,7 +244,7 @@ export class RunGeneration {
     return {
       coalescer: b.coalescer,
       onFirstToken: () => {
-        if (run.firstTokenAt === null) run.firstTokenAt = now()
+        if (run.firstTokenAt === null) recorder.amend({ firstTokenAt: now() })
       },
       onSteerApplied: (steerId) => recorder.publish({ type: 'STEER_APPLIED', steerId }),
       onRestart: (attempt, reason, discardedChars) =>

@@ -35,6 +35,28 @@ export interface RunSession {
   history: SessionHistory
 }
 
+/**
+ * What generation changes on a live run. Its status moves only through `advance` (the state
+ * machine), its tool rounds through `requireAction` and `recordResults`, and its end through `finish`.
+ */
+export type RunAmendment = Partial<
+  Omit<
+    RunRecord,
+    | 'id'
+    | 'tenantId'
+    | 'sessionId'
+    | 'queueId'
+    | 'status'
+    | 'toolRounds'
+    | 'heartbeatAt'
+    | 'inFlightSince'
+    | 'terminalReason'
+    | 'errorCode'
+    | 'errorMessage'
+    | 'finishedAt'
+  >
+>
+
 /** How a run ends, decided by generation and applied by `finish` once its history is written. */
 export interface RunEnding {
   status: Extract<RunStatus, 'COMPLETED' | 'FAILED' | 'ABORTED'>
@@ -61,7 +83,8 @@ const now = () => new Date().toISOString()
  * end — row, entry, history turn, last events — written in one transaction.
  */
 export class RunRecorder {
-  readonly run: RunRecord
+  /** The live record: changed here alone, by the methods below. */
+  private readonly live: RunRecord
   /** Logs with the run's tenant, session, entry and run ids on every line. */
   readonly logger: Logger
   private readonly heartbeat: NodeJS.Timeout
@@ -83,8 +106,8 @@ export class RunRecorder {
     /** A run resumed after a restart (waiting for tool results): its row exists, nothing is inserted. */
     resumed: RunRecord | null = null,
   ) {
-    this.run = resumed ? { ...resumed, heartbeatAt: now() } : newRunRecord(entry)
-    const { run } = this
+    this.live = resumed ? { ...resumed, heartbeatAt: now() } : newRunRecord(entry)
+    const { live: run } = this
     this.logger = deps.logger.child({ tenantId: run.tenantId, sessionId: run.sessionId, queueId: entry.queueId, runId: run.id })
     this.awaitingResults = run.status === 'REQUIRES_ACTION'
     // a resumed run's row exists: its writes only follow the entry's earlier ones
@@ -107,9 +130,19 @@ export class RunRecorder {
     }, deps.heartbeatMs)
   }
 
+  /** The live record, as everyone but its recorder sees it. */
+  get run(): Readonly<RunRecord> {
+    return this.live
+  }
+
+  /** Records what generation found out (resolution, answer, usage, cost); written with the next save or the end. */
+  amend(changes: RunAmendment): void {
+    Object.assign(this.live, changes)
+  }
+
   /** A new run's journal, whose first write inserts its row with the claim of its entry. */
   private claim(entryJournal: RecordJournal): RecordJournal {
-    const { run, entry, deps } = this
+    const { live: run, entry, deps } = this
     entry.runId = run.id
     const claimed = { ...entry }
     // numbered now, so they come before anything the run publishes; written with the claim, in
@@ -135,7 +168,7 @@ export class RunRecorder {
 
   publish(data: SessionEventData): void {
     if (data.type === 'TOKEN_DELTA' || data.type === 'TOOL_CALL_DELTA' || data.type === 'STEER_APPLIED') this.lastProgress = Date.now()
-    this.session.stream.publish(this.run.id, data)
+    this.session.stream.publish(this.live.id, data)
   }
 
   /** A model call opened: the row carries an in-flight marker while any is open (a bounded grace for the reaper). */
@@ -149,14 +182,14 @@ export class RunRecorder {
 
   /** Written with the row, so it usually shares the statement of the RUNNING status saved just before. */
   private markInFlight(since: Date | null): void {
-    this.run.inFlightSince = since?.toISOString() ?? null
+    this.live.inFlightSince = since?.toISOString() ?? null
     this.save()
   }
 
   /** Queues a write of the whole row as it is when the write runs (a queued one stands for every later one). */
   save(): void {
     this.journal.saveRow(async () => {
-      const snapshot = { ...this.run }
+      const snapshot = { ...this.live }
       const row = JSON.stringify(snapshot)
       if (row === this.written) return
       await this.deps.runs.update(snapshot)
@@ -170,13 +203,13 @@ export class RunRecorder {
    * crash could still lose; then ToolCallsRequestedEvent is published.
    */
   async requireAction(round: ToolRound): Promise<void> {
-    const waiting = { ...this.run, toolRounds: [...this.run.toolRounds, round] }
+    const waiting = { ...this.live, toolRounds: [...this.live.toolRounds, round] }
     advanceRun(waiting, 'REQUIRES_ACTION')
     await this.journal.write(async () => {
       await this.deps.ledger.requireAction(waiting, this.entry.request.webhookUrl ?? null)
       this.written = JSON.stringify(waiting)
     })
-    Object.assign(this.run, { status: waiting.status, toolRounds: waiting.toolRounds })
+    Object.assign(this.live, { status: waiting.status, toolRounds: waiting.toolRounds })
     this.awaitingResults = true
     this.publish({ type: 'TOOL_CALLS_REQUESTED', round: waiting.toolRounds.length - 1, calls: round.calls })
     for (const listener of this.waitingListeners) listener()
@@ -194,12 +227,12 @@ export class RunRecorder {
    */
   recordResults(change: (rounds: ToolRound[]) => ToolRound[] | null): Promise<boolean> {
     return this.journal.write(async () => {
-      const toolRounds = change(this.run.toolRounds)
+      const toolRounds = change(this.live.toolRounds)
       if (toolRounds === null) return false
-      const next = { ...this.run, toolRounds }
+      const next = { ...this.live, toolRounds }
       await this.deps.runs.update(next)
       this.written = JSON.stringify(next)
-      this.run.toolRounds = toolRounds
+      this.live.toolRounds = toolRounds
       return true
     })
   }
@@ -213,7 +246,7 @@ export class RunRecorder {
 
   /** Moves the run through its state machine; `save` writes the new status at once. A repair is progress. */
   advance(status: RunStatus, save = false): void {
-    advanceRun(this.run, status)
+    advanceRun(this.live, status)
     if (status === 'REPAIRING') this.lastProgress = Date.now()
     if (save) this.save()
   }
@@ -222,8 +255,8 @@ export class RunRecorder {
   async detach(): Promise<RunRecord> {
     clearInterval(this.heartbeat)
     await this.journal.close()
-    this.logger.info('run left waiting for tool results', { round: this.run.toolRounds.length })
-    return { ...this.run }
+    this.logger.info('run left waiting for tool results', { round: this.live.toolRounds.length })
+    return { ...this.live }
   }
 
   /**
@@ -234,7 +267,7 @@ export class RunRecorder {
    */
   async finish(ending: RunEnding): Promise<RunRecord> {
     clearInterval(this.heartbeat)
-    const { run, entry, deps } = this
+    const { live: run, entry, deps } = this
     const messages = await this.turnOf(ending)
     // the live record shows the end only once it is written
     const ended = { ...run }
@@ -288,7 +321,7 @@ export class RunRecorder {
   }
 
   private async turnOf({ history, transcript }: RunEnding): Promise<MessageRecord[]> {
-    const { run } = this
+    const { live: run } = this
     if (history === 'NONE' || transcript.length === 0) return []
     const session = await this.deps.sessions.find(run.tenantId, run.sessionId!)
     if (!session?.keepHistory) return []
