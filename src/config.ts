@@ -36,6 +36,7 @@ const count = (fallback: number, min = 1) => z.coerce.number().int().min(min).de
 const configSchema = z.object({
   HOST: z.string().min(1).default('127.0.0.1'),
   PORT: z.coerce.number().int().min(0).max(65535).default(4000),
+  PROMPTLINE_KEEP_ALIVE_MS: count(65_000, 1000),
   DATABASE_URL: z
     .string()
     .regex(/^(file:|postgres(ql)?:\/\/)/, 'must be a file: URL (SQLite) or a postgres:// / postgresql:// URL')
@@ -98,6 +99,8 @@ const configSchema = z.object({
 export interface Config {
   host: string
   port: number
+  /** How long an idle HTTP connection is kept open: longer than clients and proxies keep theirs. */
+  keepAliveMs: number
   databaseUrl: string
   /** Set: several instances share the database through this Redis. */
   redisUrl: string | null
@@ -167,6 +170,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
   return {
     host: c.HOST,
     port: c.PORT,
+    keepAliveMs: c.PROMPTLINE_KEEP_ALIVE_MS,
     databaseUrl: c.DATABASE_URL,
     redisUrl: c.REDIS_URL ?? null,
     redisPrefix: c.PROMPTLINE_REDIS_PREFIX,

@@ -47,7 +47,7 @@ async function main(): Promise<void> {
     }
     throw err
   })
-  const http = await startHttpServer(app, config.host, config.port)
+  const http = await startHttpServer(app, config.host, config.port, config.keepAliveMs)
   logger.info('promptline listening', { url: `${http.url}/graphql`, database: app.store.provider, redis: config.redisUrl !== null })
   // the one line shown whatever the level, for whoever started it; a JSON line where lines are JSON
   const ready = `GraphiQL at ${http.url}/graphql`

@@ -15,6 +15,13 @@ export interface HttpServer {
   stop(): Promise<void>
 }
 
+/**
+ * How long an idle connection is kept (ms): longer than the clients and proxies in front keep
+ * theirs (60 s is common for load balancers), so the server is never the one to close a
+ * connection a client is about to reuse.
+ */
+export const DEFAULT_KEEP_ALIVE_MS = 65_000
+
 /** graphql-ws close code for a socket without a valid key (4403, its default on refusal, means forbidden). */
 const CLOSE_UNAUTHORIZED = 4401
 
@@ -30,7 +37,12 @@ type EnvelopedArgs = ExecutionArgs & {
  * Serves yoga over HTTP and graphql-ws on the same path. graphql-ws goes through
  * `yoga.getEnveloped`, so both transports share plugins, masking and the context factory.
  */
-export async function startHttpServer(app: Pick<App, 'yoga' | 'keys' | 'limits'>, host: string, port: number): Promise<HttpServer> {
+export async function startHttpServer(
+  app: Pick<App, 'yoga' | 'keys' | 'limits'>,
+  host: string,
+  port: number,
+  keepAliveMs = DEFAULT_KEEP_ALIVE_MS,
+): Promise<HttpServer> {
   const { yoga, keys, limits } = app
   const server: Server = createServer((request, response) => {
     // a body refused before it was read whole (413) leaves its rest on the socket, where the next
@@ -41,6 +53,9 @@ export async function startHttpServer(app: Pick<App, 'yoga' | 'keys' | 'limits'>
     })
     void yoga(request, response)
   })
+  server.keepAliveTimeout = keepAliveMs
+  // a request's headers may take as long as the connection may idle before them
+  server.headersTimeout = keepAliveMs + 1000
   const wss = new WebSocketServer({ server, path: yoga.graphqlEndpoint, maxPayload: limits.maxBodyBytes })
   wss.on('connection', (ws, request) => batchFrames(ws, request.socket))
   // a socket is authenticated once, on connection_init; its operations run as that principal

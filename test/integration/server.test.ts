@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs'
+import { Agent, get } from 'node:http'
 import path from 'node:path'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { createLogger } from '../../src/domain/logger.js'
@@ -46,6 +47,27 @@ describe('the listening server', () => {
     await app?.close()
     await database?.drop()
   })
+
+  it("keeps an idle connection open past Node's 5 s default: a request 7 s later goes on the same socket", async () => {
+    // one pooled connection, as the openai SDK and fetch keep them
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 })
+    const health = () =>
+      new Promise<{ status: number; reused: boolean }>((resolve, reject) => {
+        const request = get(`${http.url}/healthz`, { agent }, (response) => {
+          response.resume()
+          response.on('end', () => resolve({ status: response.statusCode!, reused: request.reusedSocket }))
+        })
+        request.on('error', reject)
+      })
+    try {
+      expect(await health()).toEqual({ status: 200, reused: false })
+      // the connection idles past the point where Node's default (5 s, and its 1 s of slack) closes it
+      await new Promise((resolve) => setTimeout(resolve, 7000))
+      expect(await health()).toEqual({ status: 200, reused: true })
+    } finally {
+      agent.destroy()
+    }
+  }, 20_000)
 
   it('answers GraphQL over graphql-ws on the same /graphql path', async () => {
     const client = wsClient(http.url)

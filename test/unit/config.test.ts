@@ -120,6 +120,7 @@ describe('config from the environment', () => {
   it('reads every variable and treats empty strings as unset', () => {
     const config = loadConfig({
       PORT: '8080',
+      PROMPTLINE_KEEP_ALIVE_MS: '120000',
       HOST: '0.0.0.0',
       PROMPTLINE_ALLOW_OPEN: '1',
       DATABASE_URL: 'postgresql://u@h/db',
@@ -129,6 +130,7 @@ describe('config from the environment', () => {
     })
     expect(config).toMatchObject({
       port: 8080,
+      keepAliveMs: 120_000,
       host: '0.0.0.0',
       databaseUrl: 'postgresql://u@h/db',
       redisUrl: 'redis://h:6379',
@@ -140,6 +142,7 @@ describe('config from the environment', () => {
   it.each([
     ['PORT', 'eighty'],
     ['PORT', '70000'],
+    ['PROMPTLINE_KEEP_ALIVE_MS', '10'],
     ['DATABASE_URL', 'mysql://h/db'],
     ['REDIS_URL', 'http://h'],
     ['LOG_LEVEL', 'loud'],
