@@ -20,7 +20,7 @@ export interface HttpServer {
  * theirs (60 s is common for load balancers), so the server is never the one to close a
  * connection a client is about to reuse.
  */
-export const DEFAULT_KEEP_ALIVE_MS = 65_000
+const DEFAULT_KEEP_ALIVE_MS = 65_000
 
 /** graphql-ws close code for a socket without a valid key (4403, its default on refusal, means forbidden). */
 const CLOSE_UNAUTHORIZED = 4401
