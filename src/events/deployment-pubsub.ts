@@ -85,6 +85,9 @@ export class LocalLink implements DeploymentLink {
   async close(): Promise<void> {}
 }
 
+/** How long a readiness probe waits for Redis to answer (ms). */
+const PING_TIMEOUT_MS = 1000
+
 /**
  * Several instances over Redis: one connection publishes, one listens (a subscribed connection
  * can do nothing else); topics are named under `prefix`, so several deployments (or test runs)
@@ -139,8 +142,22 @@ export class RedisLink implements DeploymentLink {
     return new RedisLink(publisher, subscriber, prefix, logger)
   }
 
+  /**
+   * Fails at once while a connection is not ready (ioredis would hold the command until it has
+   * reconnected), and after `PING_TIMEOUT_MS` when Redis does not answer: a probe never hangs.
+   */
   async ping(): Promise<void> {
-    await this.publisher.ping()
+    for (const connection of [this.publisher, this.subscriber])
+      if (connection.status !== 'ready') throw new Error(`the redis connection is ${connection.status}`)
+    let timer: NodeJS.Timeout | undefined
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error('redis did not answer PING in time')), PING_TIMEOUT_MS)
+    })
+    try {
+      await Promise.race([this.publisher.ping(), late])
+    } finally {
+      clearTimeout(timer)
+    }
   }
 
   async close(): Promise<void> {
