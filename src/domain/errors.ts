@@ -29,6 +29,7 @@ export const ERROR_CODES = [
   'SUBSCRIBER_TOO_SLOW',
   'UNAUTHENTICATED',
   'FORBIDDEN',
+  'UNAVAILABLE',
   'INTERNAL',
 ] as const
 export type ErrorCode = (typeof ERROR_CODES)[number]
@@ -170,6 +171,18 @@ export class LabelConflictError extends PromptlineError {
 /** Output could not be validated at all (not: the output was invalid, which is a result). */
 export class OutputValidationError extends PromptlineError {
   readonly code = 'VALIDATION'
+}
+
+/** Something the operation needs (another instance, over the deployment's link) cannot be reached now; nothing was done. */
+export class UnavailableError extends PromptlineError {
+  readonly code = 'UNAVAILABLE'
+  constructor(
+    message: string,
+    /** When asking again may succeed. */
+    readonly retryAfterMs: number,
+  ) {
+    super(message)
+  }
 }
 
 export class InternalError extends PromptlineError {

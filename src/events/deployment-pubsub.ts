@@ -65,6 +65,8 @@ export interface DeploymentLink {
   /** Whom session leases name and calls are addressed to. */
   readonly instanceId: string
   readonly fanout: Fanout
+  /** Whether a message sent now can reach the other instances (false while Redis is away). */
+  readonly reachable: boolean
   ping(): Promise<void>
   close(): Promise<void>
 }
@@ -79,6 +81,8 @@ export class LocalLink implements DeploymentLink {
     readonly instanceId = 'local',
     readonly fanout = localFanout(),
   ) {}
+
+  readonly reachable = true
 
   async ping(): Promise<void> {}
 
@@ -146,6 +150,10 @@ export class RedisLink implements DeploymentLink {
    * Fails at once while a connection is not ready (ioredis would hold the command until it has
    * reconnected), and after `PING_TIMEOUT_MS` when Redis does not answer: a probe never hangs.
    */
+  get reachable(): boolean {
+    return this.publisher.status === 'ready' && this.subscriber.status === 'ready'
+  }
+
   async ping(): Promise<void> {
     for (const connection of [this.publisher, this.subscriber])
       if (connection.status !== 'ready') throw new Error(`the redis connection is ${connection.status}`)

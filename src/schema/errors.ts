@@ -17,6 +17,7 @@ import {
   SteerRejectedError,
   SubscriberTooSlowError,
   ToolResultRejectedError,
+  UnavailableError,
 } from '../domain/errors.js'
 import { RATE_LIMIT_WINDOW_MS } from '../domain/limits.js'
 import { builder } from './builder.js'
@@ -53,6 +54,8 @@ export const ErrorCodeEnum = builder.enumType('ErrorCode', {
     CANCELLED: 'Cancelled or aborted before it finished.',
     UNAUTHENTICATED: 'No valid API key was given.',
     FORBIDDEN: "The API key's role does not allow this.",
+    UNAVAILABLE:
+      'Something the operation needs cannot be reached now (the instance holding the session, while the link between instances is down); nothing was done. extensions.retryAfterMs says when to try again.',
     INTERNAL: 'Something unexpected went wrong on the server; no detail is given.',
   }),
 })
@@ -185,6 +188,7 @@ export function maskError(error: unknown): GraphQLError {
       code: original.code satisfies ErrorCode,
       ...(original.code === 'UNAUTHENTICATED' && { http: { status: 401 } }),
       ...(original instanceof SubscriberTooSlowError && { lastSequence: original.lastSequence }),
+      ...(original instanceof UnavailableError && { retryAfterMs: original.retryAfterMs }),
     })
   }
   // a limit of server/limits.ts refuses an operation with HTTP 429 and no code of its own

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto'
 import * as domainErrors from '../domain/errors.js'
-import { InternalError, PromptlineError } from '../domain/errors.js'
+import { InternalError, PromptlineError, UnavailableError } from '../domain/errors.js'
 import type { Logger } from '../domain/logger.js'
 import type { DeploymentLink } from '../events/deployment-pubsub.js'
 import type { SessionLeases } from '../queue/session-leases.js'
@@ -35,6 +35,9 @@ interface SentError {
 
 /** A call reached an instance that no longer owns the session: ask again. */
 class NotOwner extends Error {}
+
+/** When a call that could not reach the session's holder may be asked again (ms). */
+const RETRY_AFTER_MS = 1000
 
 /** Attempts at finding the session's owner before a call gives up. */
 const MAX_ATTEMPTS = 6
@@ -145,11 +148,13 @@ export class SessionRouter {
 
   private ask(owner: string, call: Pick<Call, 'tenantId' | 'sessionId' | 'op' | 'args' | 'read'>, timeoutMs: number): Promise<unknown> {
     const { fanout, instanceId } = this.link
+    if (!this.link.reachable)
+      return Promise.reject(new UnavailableError('the instance that holds this session cannot be reached now; try again', RETRY_AFTER_MS))
     const id = randomUUID()
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
         this.waiting.delete(id)
-        reject(new InternalError('the instance that runs this session did not answer in time; try again'))
+        reject(new UnavailableError('the instance that holds this session did not answer in time; try again', RETRY_AFTER_MS))
       }, timeoutMs)
       this.waiting.set(id, {
         settle: (answer) => {

@@ -1,5 +1,7 @@
 import { randomBytes } from 'node:crypto'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
+import { CreateSessionDocument, EnqueuePromptDocument } from '../generated/graphql.js'
+import { createTestDatabase, type TestDatabase } from '../helpers/databases.js'
 import { type OwnRedis, startOwnRedis } from '../helpers/redis-server.js'
 import { startTestServer, type TestServer } from '../helpers/server.js'
 
@@ -44,5 +46,44 @@ describe('Redis going away and coming back', () => {
     await redis.start()
     // ioredis reconnects by itself, with its own backoff
     await vi.waitFor(async () => expect((await probe('/readyz')).status).toBe(200), { timeout: 15_000, interval: 200 })
+  }, 30_000)
+})
+
+describe.skipIf(!process.env.DATABASE_URL)('two instances while Redis is gone', () => {
+  let redis: OwnRedis
+  let database: TestDatabase
+  let a: TestServer
+  let b: TestServer
+  beforeAll(async () => {
+    redis = await startOwnRedis()
+    database = await createTestDatabase('postgresql')
+    const app = { redisUrl: redis.url, redisPrefix: `test-${randomBytes(6).toString('hex')}:` }
+    a = await startTestServer({ provider: 'postgresql', database, app })
+    b = await startTestServer({ provider: 'postgresql', database, app })
+  })
+  afterAll(async () => {
+    await a?.stop()
+    await b?.stop({ dropDatabase: true })
+    await redis?.stop()
+  })
+
+  it('answers UNAVAILABLE with retryAfterMs where the session is held by the other instance, keeps serving it at its holder, and routes again once Redis is back', async () => {
+    // A creates the session, so A holds it
+    await a.request(CreateSessionDocument, { input: { id: 'held-by-a', defaultProfileId: 'fake-echo' } })
+    const enqueue = (through: TestServer, input: string) =>
+      through.request(EnqueuePromptDocument, { input: { sessionId: 'held-by-a', input } })
+    await redis.stop()
+
+    const refused = await enqueue(b, 'through b while redis is gone')
+    expect(refused.data).toBeNull()
+    expect(refused.errors?.[0]?.extensions).toEqual({ code: 'UNAVAILABLE', retryAfterMs: 1000 })
+    const kept = await enqueue(a, 'through a while redis is gone')
+    expect(kept.data?.enqueuePrompt.__typename).toBe('EnqueuePromptPayload')
+
+    await redis.start()
+    await vi.waitFor(
+      async () => expect((await enqueue(b, 'through b once redis is back')).data?.enqueuePrompt.__typename).toBe('EnqueuePromptPayload'),
+      { timeout: 15_000, interval: 200 },
+    )
   }, 30_000)
 })
