@@ -101,6 +101,8 @@ export class RedisLink implements DeploymentLink {
   /** This process: a new id at every start, so a restarted instance never inherits a dead one's leases. */
   readonly instanceId = randomUUID()
   readonly fanout: Fanout
+  /** Set by `close`: the connections' ends are not outages. */
+  private closing = false
 
   private constructor(
     private readonly publisher: Redis,
@@ -108,6 +110,7 @@ export class RedisLink implements DeploymentLink {
     prefix: string,
     logger: Logger,
   ) {
+    this.reportOutages(logger)
     const redis = createRedisEventTarget<DeploymentEvent>({ publishClient: publisher, subscribeClient: subscriber })
     const target: PubSubEventTarget<DeploymentTopics> = {
       addEventListener: (topic, listener) => redis.addEventListener(prefix + topic, listener),
@@ -125,6 +128,23 @@ export class RedisLink implements DeploymentLink {
     // so a second SUBSCRIBE's answer means the first is in force
     this.fanout = new Fanout(target, async (topic) => {
       await subscriber.subscribe(prefix + topic)
+    })
+  }
+
+  /** One line when the connection to Redis is lost (and since when), one when it is back (and after how long). */
+  private reportOutages(logger: Logger): void {
+    let downSince: number | null = null
+    this.publisher.on('close', () => {
+      if (downSince !== null || this.closing) return
+      downSince = Date.now()
+      logger.error('redis is unreachable; calls to other instances answer UNAVAILABLE until it is back', {
+        since: new Date(downSince).toISOString(),
+      })
+    })
+    this.publisher.on('ready', () => {
+      if (downSince === null) return
+      logger.info('redis is reachable again', { since: new Date(downSince).toISOString(), downMs: Date.now() - downSince })
+      downSince = null
     })
   }
 
@@ -169,6 +189,7 @@ export class RedisLink implements DeploymentLink {
   }
 
   async close(): Promise<void> {
+    this.closing = true
     await Promise.allSettled([this.publisher.quit(), this.subscriber.quit()])
   }
 }

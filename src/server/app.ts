@@ -222,6 +222,15 @@ export async function createApp(options: AppOptions, secrets: SecretLookup, logg
       queueDepth: () => queue.depth,
       capacity: () => capacity.snapshots(),
       openSubscriptions: () => subscriptions.total,
+      dependencies: async () => {
+        const answers = (check: Promise<void>) =>
+          check.then(
+            () => true,
+            () => false,
+          )
+        const database = { dependency: 'database', up: await answers(store.ping()) }
+        return options.redisUrl ? [database, { dependency: 'redis', up: await answers(link!.ping()) }] : [database]
+      },
     })
     const yoga = createPromptlineYoga({ schema, services, files: uploads, probes, logger, keys, limits, metrics, subscriptions })
     await router.start()

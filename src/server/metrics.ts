@@ -8,6 +8,8 @@ export interface MetricSources {
   queueDepth(): number
   capacity(): { backendId: string; snapshot: CapacitySnapshot }[]
   openSubscriptions(): number
+  /** Whether each dependency answers now (the database; Redis with several instances). */
+  dependencies(): Promise<{ dependency: string; up: boolean }[]>
 }
 
 const seconds = (from: string, to: string) => (Date.parse(to) - Date.parse(from)) / 1000
@@ -101,6 +103,16 @@ export class PrometheusMetrics implements Metrics {
       registers,
       collect() {
         this.set(self.sources?.openSubscriptions() ?? 0)
+      },
+    })
+    new Gauge({
+      name: 'promptline_dependency_up',
+      help: 'Whether a dependency answers this instance: 1 up, 0 down (database; redis with several instances).',
+      labelNames: ['dependency'],
+      registers,
+      async collect() {
+        this.reset()
+        for (const { dependency, up } of (await self.sources?.dependencies()) ?? []) this.set({ dependency }, up ? 1 : 0)
       },
     })
     const capacity = (name: string, help: string, read: (s: CapacitySnapshot) => number) =>

@@ -2,17 +2,20 @@ import { randomBytes } from 'node:crypto'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { CreateSessionDocument, EnqueuePromptDocument } from '../generated/graphql.js'
 import { createTestDatabase, type TestDatabase } from '../helpers/databases.js'
+import { scrape } from '../helpers/prometheus.js'
 import { type OwnRedis, startOwnRedis } from '../helpers/redis-server.js'
 import { startTestServer, type TestServer } from '../helpers/server.js'
 
 describe('Redis going away and coming back', () => {
   let redis: OwnRedis
   let server: TestServer
+  const logLines: string[] = []
   beforeAll(async () => {
     redis = await startOwnRedis()
     server = await startTestServer({
       provider: 'sqlite',
       app: { redisUrl: redis.url, redisPrefix: `test-${randomBytes(6).toString('hex')}:` },
+      logLines,
     })
   })
   afterAll(async () => {
@@ -40,12 +43,27 @@ describe('Redis going away and coming back', () => {
   it('answers /readyz 503 naming Redis while it is gone, keeps /healthz 200, and is ready again once it is back', async () => {
     expect(await probe('/readyz')).toEqual({ status: 200, body: { status: 'ready' } })
     await redis.stop()
-    // the probe answers rather than waiting for the connection to come back
     expect(await probe('/readyz')).toEqual({ status: 503, body: { status: 'unavailable', reason: 'redis does not answer' } })
     expect((await probe('/healthz')).status).toBe(200)
     await redis.start()
     // ioredis reconnects by itself, with its own backoff
     await vi.waitFor(async () => expect((await probe('/readyz')).status).toBe(200), { timeout: 15_000, interval: 200 })
+  }, 30_000)
+
+  it('tells operators: promptline_dependency_up is 0 for redis while it is gone, and one log line marks the outage, one its end with how long it lasted', async () => {
+    const redisUp = async () => (await scrape(server.http.url))('promptline_dependency_up', { dependency: 'redis' })
+    expect(await redisUp()).toBe(1)
+    logLines.length = 0
+    await redis.stop()
+    expect(await redisUp()).toBe(0)
+    expect((await scrape(server.http.url))('promptline_dependency_up', { dependency: 'database' })).toBe(1)
+    await redis.start()
+    await vi.waitFor(async () => expect(await redisUp()).toBe(1), { timeout: 15_000, interval: 200 })
+    const outage = logLines.map((line) => JSON.parse(line)).filter((entry) => /^redis is (unreachable|reachable again)/.test(entry.message))
+    expect(outage).toEqual([
+      expect.objectContaining({ level: 'error', since: expect.any(String) }),
+      expect.objectContaining({ level: 'info', since: outage[0]?.since, downMs: expect.any(Number) }),
+    ])
   }, 30_000)
 })
 
