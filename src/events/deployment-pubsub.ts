@@ -111,13 +111,38 @@ export class RedisLink implements DeploymentLink {
     logger: Logger,
   ) {
     this.reportOutages(logger)
-    const redis = createRedisEventTarget<DeploymentEvent>({ publishClient: publisher, subscribeClient: subscriber })
+    // the Redis target leaves a failed SUBSCRIBE unhandled (Redis away when a listener is added):
+    // it is logged here instead, and the listener still hears this instance's session events
+    const subscribing = {
+      on: (name: string, listener: (channel: string, message: string) => void) => subscriber.on(name, listener),
+      subscribe: (channel: string) =>
+        subscriber
+          .subscribe(channel)
+          .catch((error: Error) => logger.warn('could not subscribe in redis', { channel, error: error.message })),
+      unsubscribe: (channel: string) => subscriber.unsubscribe(channel).catch(() => {}),
+    } as unknown as Redis
+    const redis = createRedisEventTarget<DeploymentEvent>({ publishClient: publisher, subscribeClient: subscribing })
+    // a session's events also reach this instance's own subscribers at once, through memory, so
+    // they keep streaming while Redis is away; the copy Redis brings back is a sequence the
+    // subscriber already has, and it drops it
+    const own = new EventTarget()
+    setMaxListeners(0, own)
+    const inMemoryToo = (topic: string) => topic.startsWith('sessionEvents:')
     const target: PubSubEventTarget<DeploymentTopics> = {
-      addEventListener: (topic, listener) => redis.addEventListener(prefix + topic, listener),
-      removeEventListener: (topic, listener) => redis.removeEventListener(prefix + topic, listener),
+      addEventListener: (topic, listener) => {
+        redis.addEventListener(prefix + topic, listener)
+        if (inMemoryToo(topic)) own.addEventListener(topic, listener as EventListener)
+      },
+      removeEventListener: (topic, listener) => {
+        redis.removeEventListener(prefix + topic, listener)
+        if (inMemoryToo(topic)) own.removeEventListener(topic, listener as EventListener)
+      },
       // published here rather than by the Redis target, which leaves a failed publish unhandled:
-      // a failure is logged, never thrown (the database stays the record)
+      // a failure is logged, never thrown (the database stays the record); while the connection
+      // is down nothing is queued for later (the outage is logged once, by reportOutages)
       dispatchEvent: (event) => {
+        if (inMemoryToo(event.type)) own.dispatchEvent(event)
+        if (publisher.status !== 'ready') return true
         publisher.publish(prefix + event.type, JSON.stringify(event.detail)).catch((error: Error) => {
           logger.warn('could not publish to redis', { topic: event.type, error: error.message })
         })
@@ -127,7 +152,8 @@ export class RedisLink implements DeploymentLink {
     // the Redis target subscribes without waiting; the listening connection answers in order,
     // so a second SUBSCRIBE's answer means the first is in force
     this.fanout = new Fanout(target, async (topic) => {
-      await subscriber.subscribe(prefix + topic)
+      // while Redis is away there is nothing to wait for: only this instance's events arrive
+      if (subscriber.status === 'ready') await subscriber.subscribe(prefix + topic)
     })
   }
 

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto'
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
-import { CreateSessionDocument, EnqueuePromptDocument } from '../generated/graphql.js'
+import { afterAll, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest'
+import { CreateSessionDocument, EnqueuePromptDocument, SessionEventsDocument } from '../generated/graphql.js'
 import { createTestDatabase, type TestDatabase } from '../helpers/databases.js'
 import { scrape } from '../helpers/prometheus.js'
 import { type OwnRedis, startOwnRedis } from '../helpers/redis-server.js'
@@ -27,6 +27,8 @@ describe('Redis going away and coming back', () => {
     const response = await fetch(`${server.http.url}${path}`)
     return { status: response.status, body: (await response.json()) as { status: string; reason?: string } }
   }
+  // each test starts with Redis back and reconnected (ioredis, with its own backoff)
+  beforeEach(() => vi.waitFor(async () => expect((await probe('/readyz')).status).toBe(200), { timeout: 15_000, interval: 100 }))
 
   it('answers /readyz 503 naming Redis, instead of hanging, while Redis is frozen (no answer, no reset), and 200 once it answers again', async () => {
     expect((await probe('/readyz')).status).toBe(200)
@@ -48,6 +50,25 @@ describe('Redis going away and coming back', () => {
     await redis.start()
     // ioredis reconnects by itself, with its own backoff
     await vi.waitFor(async () => expect((await probe('/readyz')).status).toBe(200), { timeout: 15_000, interval: 200 })
+  }, 30_000)
+
+  it("streams a session's events to the subscribers of the instance holding it while Redis is gone, with no gap", async () => {
+    await server.request(CreateSessionDocument, { input: { id: 'streams-on', defaultProfileId: 'fake-echo' } })
+    const events = server.subscribe(SessionEventsDocument, { sessionId: 'streams-on', afterSequence: 0 })
+    await server.request(EnqueuePromptDocument, { input: { sessionId: 'streams-on', input: 'before' } })
+    const finished = () => events.results.filter((r) => r.data?.sessionEvents.__typename === 'RunFinishedEvent').length
+    await events.until(() => finished() === 1)
+    await redis.stop()
+    try {
+      const enqueued = await server.request(EnqueuePromptDocument, { input: { sessionId: 'streams-on', input: 'while redis is gone' } })
+      expect(enqueued.data?.enqueuePrompt.__typename).toBe('EnqueuePromptPayload')
+      await events.until(() => finished() === 2)
+      const sequences = events.results.map((r) => r.data!.sessionEvents.sequence)
+      expect(sequences).toEqual(Array.from({ length: sequences.length }, (_, i) => i + 1))
+    } finally {
+      events.unsubscribe()
+      await redis.start()
+    }
   }, 30_000)
 
   it('tells operators: promptline_dependency_up is 0 for redis while it is gone, and one log line marks the outage, one its end with how long it lasted', async () => {
