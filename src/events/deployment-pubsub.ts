@@ -30,12 +30,26 @@ type DeploymentEvent = PubSubEvent<DeploymentTopics, Topic>
 export class Fanout {
   readonly pubsub: PubSub<DeploymentTopics>
 
+  /** Told when the target hears other instances again after it could not (Redis back after an outage). */
+  private readonly restoredListeners = new Set<() => void>()
+
   constructor(
     private readonly target: PubSubEventTarget<DeploymentTopics>,
     /** Resolves once the target hears everything published to a topic it was just asked to listen to. */
     private readonly confirm: (topic: string) => Promise<void> = async () => {},
   ) {
     this.pubsub = createPubSub<DeploymentTopics>({ eventTarget: target })
+  }
+
+  /** Calls `listener` each time the fan-out is restored, until the returned function is called: what was published meanwhile never arrived. */
+  onRestored(listener: () => void): () => void {
+    this.restoredListeners.add(listener)
+    return () => this.restoredListeners.delete(listener)
+  }
+
+  /** The link is back: every listener that missed messages is told. */
+  restored(): void {
+    for (const listener of this.restoredListeners) listener()
   }
 
   /** Calls `listener` with what is published to `topic:id` from now on, until the returned function is called. */
@@ -154,6 +168,20 @@ export class RedisLink implements DeploymentLink {
     this.fanout = new Fanout(target, async (topic) => {
       // while Redis is away there is nothing to wait for: only this instance's events arrive
       if (subscriber.status === 'ready') await subscriber.subscribe(prefix + topic)
+    })
+    this.reportRestores()
+  }
+
+  /** Tells the fan-out's listeners when the listening connection is back after it was lost. */
+  private reportRestores(): void {
+    let lost = false
+    this.subscriber.on('close', () => {
+      lost = !this.closing
+    })
+    this.subscriber.on('ready', () => {
+      if (!lost) return
+      lost = false
+      this.fanout.restored()
     })
   }
 

@@ -122,22 +122,40 @@ export class SessionEventBus {
         await push(event)
         if (until?.(event)) stop()
       }
+      /** Replays what the log and the holder have after `last` (`fromLog`), drains what arrived meanwhile, then goes live with no await in between. */
+      const catchUp = async (fromLog: boolean) => {
+        replaying = true
+        if (fromLog) for await (const event of this.replay(options, last)) await pushReplayed(event)
+        while (arrived.length > 0) for (const event of arrived.splice(0)) if (event.sequence > last) await pushReplayed(event)
+        replaying = false
+      }
       const topic = sessionTopic(tenantId, sessionId)
       const unlisten = this.fanout.listen('sessionEvents', topic, (event) => {
         if (runId && event.runId !== runId) return
         if (replaying) arrived.push(event)
         else deliver(event)
       })
+      // what other instances published while the fan-out was down never arrived: it is in the
+      // log, or in the holder's unwritten tail (asked once the subscription is in force again)
+      let resync: Promise<void> | null = null
+      const unrestored = this.fanout.onRestored(() => {
+        if (replaying || last === 0) return
+        resync ??= this.fanout
+          .heard('sessionEvents', topic)
+          .then(() => catchUp(true))
+          .catch((error: unknown) => stop(error))
+          .finally(() => {
+            resync = null
+          })
+      })
       try {
         await this.fanout.heard('sessionEvents', topic)
         if (options.afterSequence === null) last = 0
-        else for await (const event of this.replay(options, last)) await pushReplayed(event)
-        // drain what arrived meanwhile, then switch to live delivery with no await in between
-        while (arrived.length > 0) for (const event of arrived.splice(0)) if (event.sequence > last) await pushReplayed(event)
-        replaying = false
+        await catchUp(options.afterSequence !== null)
         if (options.replayOnly) stop()
         await stop
       } finally {
+        unrestored()
         unlisten()
       }
     }, new FixedBuffer(this.options.subscriberBuffer))

@@ -125,4 +125,26 @@ describe.skipIf(!process.env.DATABASE_URL)('two instances while Redis is gone', 
       { timeout: 15_000, interval: 200 },
     )
   }, 30_000)
+
+  it('replays to a subscriber on the other instance, once Redis is back, what the holder published while it was gone: no gap, no duplicate', async () => {
+    for (const server of [a, b])
+      await vi.waitFor(async () => expect((await fetch(`${server.http.url}/readyz`)).status).toBe(200), { timeout: 15_000, interval: 100 })
+    await a.request(CreateSessionDocument, { input: { id: 'watched-from-b', defaultProfileId: 'fake-echo' } })
+    const events = b.subscribe(SessionEventsDocument, { sessionId: 'watched-from-b', afterSequence: 0 })
+    const finished = () => events.results.filter((r) => r.data?.sessionEvents.__typename === 'RunFinishedEvent').length
+    await a.request(EnqueuePromptDocument, { input: { sessionId: 'watched-from-b', input: 'before' } })
+    await events.until(() => finished() === 1)
+    await redis.stop()
+    try {
+      // the holder runs it while nobody else hears
+      const ran = await a.request(EnqueuePromptDocument, { input: { sessionId: 'watched-from-b', input: 'while redis is gone' } })
+      expect(ran.data?.enqueuePrompt.__typename).toBe('EnqueuePromptPayload')
+    } finally {
+      await redis.start()
+    }
+    await events.until(() => finished() === 2, 20_000)
+    events.unsubscribe()
+    const sequences = events.results.map((r) => r.data!.sessionEvents.sequence)
+    expect(sequences).toEqual(Array.from({ length: sequences.length }, (_, i) => i + 1))
+  }, 40_000)
 })
