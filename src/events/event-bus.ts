@@ -139,7 +139,8 @@ export class SessionEventBus {
       // log, or in the holder's unwritten tail (asked once the subscription is in force again)
       let resync: Promise<void> | null = null
       const unrestored = this.fanout.onRestored(() => {
-        if (replaying || last === 0) return
+        // a subscriber from "now" that was given nothing yet has no place in the log to resume from
+        if (replaying || (options.afterSequence === null && last === 0)) return
         resync ??= this.fanout
           .heard('sessionEvents', topic)
           .then(() => catchUp(true))
