@@ -139,11 +139,12 @@ export class SessionEventBus {
       // log, or in the holder's unwritten tail (asked once the subscription is in force again)
       let resync: Promise<void> | null = null
       const unrestored = this.fanout.onRestored(() => {
-        // a subscriber from "now" that was given nothing yet has no place in the log to resume from
-        if (replaying || (options.afterSequence === null && last === 0)) return
+        if (replaying) return
+        // in force again first; a subscriber from "now" given nothing yet has no place to resume from
+        const resumable = options.afterSequence !== null || last > 0
         resync ??= this.fanout
           .heard('sessionEvents', topic)
-          .then(() => catchUp(true))
+          .then(() => (resumable ? catchUp(true) : undefined))
           .catch((error: unknown) => stop(error))
           .finally(() => {
             resync = null

@@ -93,12 +93,13 @@ describe.skipIf(!process.env.DATABASE_URL)('two instances while Redis is gone', 
   let database: TestDatabase
   let a: TestServer
   let b: TestServer
+  const bLogs: string[] = []
   beforeAll(async () => {
     redis = await startOwnRedis()
     database = await createTestDatabase('postgresql')
     const app = { redisUrl: redis.url, redisPrefix: `test-${randomBytes(6).toString('hex')}:` }
     a = await startTestServer({ provider: 'postgresql', database, app })
-    b = await startTestServer({ provider: 'postgresql', database, app })
+    b = await startTestServer({ provider: 'postgresql', database, app, logLines: bLogs })
   })
   afterAll(async () => {
     await a?.stop()
@@ -146,5 +147,26 @@ describe.skipIf(!process.env.DATABASE_URL)('two instances while Redis is gone', 
     events.unsubscribe()
     const sequences = events.results.map((r) => r.data!.sessionEvents.sequence)
     expect(sequences).toEqual(Array.from({ length: sequences.length }, (_, i) => i + 1))
+  }, 40_000)
+
+  it('lets a subscription opened on the other instance while Redis is gone hear the session once Redis is back', async () => {
+    for (const server of [a, b])
+      await vi.waitFor(async () => expect((await fetch(`${server.http.url}/readyz`)).status).toBe(200), { timeout: 15_000, interval: 100 })
+    await a.request(CreateSessionDocument, { input: { id: 'opened-in-outage', defaultProfileId: 'fake-echo' } })
+    await redis.stop()
+    const events = b.subscribe(SessionEventsDocument, { sessionId: 'opened-in-outage' })
+    try {
+      // Redis stays away until B has given up on the subscription's SUBSCRIBE (its retries spent)
+      await vi.waitFor(() => expect(bLogs.some((line) => line.includes('could not subscribe in redis'))).toBe(true), {
+        timeout: 15_000,
+        interval: 50,
+      })
+    } finally {
+      await redis.start()
+    }
+    await vi.waitFor(async () => expect((await fetch(`${b.http.url}/readyz`)).status).toBe(200), { timeout: 15_000, interval: 100 })
+    await a.request(EnqueuePromptDocument, { input: { sessionId: 'opened-in-outage', input: 'after the outage' } })
+    await events.until((results) => results.some((r) => r.data?.sessionEvents.__typename === 'RunFinishedEvent'), 20_000)
+    events.unsubscribe()
   }, 40_000)
 })
