@@ -124,7 +124,6 @@ export class SessionEventBus {
       }
       /** Replays what the log and the holder have after `last` (`fromLog`), drains what arrived meanwhile, then goes live with no await in between. */
       const catchUp = async (fromLog: boolean) => {
-        replaying = true
         if (fromLog) for await (const event of this.replay(options, last)) await pushReplayed(event)
         while (arrived.length > 0) for (const event of arrived.splice(0)) if (event.sequence > last) await pushReplayed(event)
         replaying = false
@@ -136,19 +135,16 @@ export class SessionEventBus {
         else deliver(event)
       })
       // what other instances published while the fan-out was down never arrived: it is in the
-      // log, or in the holder's unwritten tail (asked once the subscription is in force again)
-      let resync: Promise<void> | null = null
+      // log, or in the holder's unwritten tail, asked once the subscription is in force again
+      // (a subscriber from "now" given nothing yet has no place to resume from)
       const unrestored = this.fanout.onRestored(() => {
         if (replaying) return
-        // in force again first; a subscriber from "now" given nothing yet has no place to resume from
+        replaying = true
         const resumable = options.afterSequence !== null || last > 0
-        resync ??= this.fanout
+        this.fanout
           .heard('sessionEvents', topic)
-          .then(() => (resumable ? catchUp(true) : undefined))
+          .then(() => catchUp(resumable))
           .catch((error: unknown) => stop(error))
-          .finally(() => {
-            resync = null
-          })
       })
       try {
         await this.fanout.heard('sessionEvents', topic)
