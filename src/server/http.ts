@@ -58,6 +58,36 @@ export async function startHttpServer(
   server.headersTimeout = keepAliveMs + 1000
   const wss = new WebSocketServer({ server, path: yoga.graphqlEndpoint, maxPayload: limits.maxBodyBytes })
   wss.on('connection', (ws, request) => batchFrames(ws, request.socket))
+  serveGraphqlWs(wss, yoga, keys)
+
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject)
+    server.listen(port, host, () => {
+      server.off('error', reject)
+      resolve()
+    })
+  })
+  const address = server.address() as AddressInfo
+  const hostForUrl = address.family === 'IPv6' ? `[${address.address}]` : address.address
+
+  let stopped: Promise<void> | null = null
+  const stop = async () => {
+    for (const client of wss.clients) client.terminate()
+    await new Promise<void>((resolve) => wss.close(() => resolve()))
+    server.closeAllConnections()
+    await new Promise<void>((resolve, reject) => server.close((err) => (err ? reject(err) : resolve())))
+  }
+  return {
+    url: `http://${hostForUrl}:${address.port}`,
+    stop: () => (stopped ??= stop()),
+  }
+}
+
+/**
+ * graphql-ws on `wss`, through `yoga.getEnveloped`, so both transports share plugins, masking and
+ * the context factory; a socket is authenticated once, on connection_init.
+ */
+function serveGraphqlWs(wss: WebSocketServer, yoga: App['yoga'], keys: App['keys']): void {
   // a socket is authenticated once, on connection_init; its operations run as that principal
   const principals = new WeakMap<object, Principal>()
   useServer(
@@ -110,26 +140,4 @@ export async function startHttpServer(
     },
     wss,
   )
-
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject)
-    server.listen(port, host, () => {
-      server.off('error', reject)
-      resolve()
-    })
-  })
-  const address = server.address() as AddressInfo
-  const hostForUrl = address.family === 'IPv6' ? `[${address.address}]` : address.address
-
-  let stopped: Promise<void> | null = null
-  const stop = async () => {
-    for (const client of wss.clients) client.terminate()
-    await new Promise<void>((resolve) => wss.close(() => resolve()))
-    server.closeAllConnections()
-    await new Promise<void>((resolve, reject) => server.close((err) => (err ? reject(err) : resolve())))
-  }
-  return {
-    url: `http://${hostForUrl}:${address.port}`,
-    stop: () => (stopped ??= stop()),
-  }
 }
