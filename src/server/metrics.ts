@@ -88,6 +88,11 @@ export class PrometheusMetrics implements Metrics {
       labelNames: ['outcome'],
       registers,
     })
+    this.registerGauges(registers)
+  }
+
+  /** The gauges, read from `sources` when Prometheus scrapes. */
+  private registerGauges(registers: Registry[]): void {
     const self = this
     new Gauge({
       name: 'promptline_queue_depth',
