@@ -6,6 +6,12 @@ import { scrape } from '../helpers/prometheus.js'
 import { type OwnRedis, startOwnRedis } from '../helpers/redis-server.js'
 import { startTestServer, type TestServer } from '../helpers/server.js'
 
+/** Resolves once every server answers /readyz 200: Redis is back and reconnected (ioredis, with its own backoff). */
+async function ready(...servers: TestServer[]): Promise<void> {
+  for (const server of servers)
+    await vi.waitFor(async () => expect((await fetch(`${server.http.url}/readyz`)).status).toBe(200), { timeout: 15_000, interval: 100 })
+}
+
 describe('Redis going away and coming back', () => {
   let redis: OwnRedis
   let server: TestServer
@@ -27,8 +33,7 @@ describe('Redis going away and coming back', () => {
     const response = await fetch(`${server.http.url}${path}`)
     return { status: response.status, body: (await response.json()) as { status: string; reason?: string } }
   }
-  // each test starts with Redis back and reconnected (ioredis, with its own backoff)
-  beforeEach(() => vi.waitFor(async () => expect((await probe('/readyz')).status).toBe(200), { timeout: 15_000, interval: 100 }))
+  beforeEach(() => ready(server))
 
   it('answers /readyz 503 naming Redis, instead of hanging, while Redis is frozen (no answer, no reset), and 200 once it answers again', async () => {
     expect((await probe('/readyz')).status).toBe(200)
@@ -39,7 +44,7 @@ describe('Redis going away and coming back', () => {
     } finally {
       redis.resume()
     }
-    await vi.waitFor(async () => expect((await probe('/readyz')).status).toBe(200), { timeout: 15_000, interval: 200 })
+    await ready(server)
   }, 30_000)
 
   it('answers /readyz 503 naming Redis while it is gone, keeps /healthz 200, and is ready again once it is back', async () => {
@@ -48,8 +53,7 @@ describe('Redis going away and coming back', () => {
     expect(await probe('/readyz')).toEqual({ status: 503, body: { status: 'unavailable', reason: 'redis does not answer' } })
     expect((await probe('/healthz')).status).toBe(200)
     await redis.start()
-    // ioredis reconnects by itself, with its own backoff
-    await vi.waitFor(async () => expect((await probe('/readyz')).status).toBe(200), { timeout: 15_000, interval: 200 })
+    await ready(server)
   }, 30_000)
 
   it("streams a session's events to the subscribers of the instance holding it while Redis is gone, with no gap", async () => {
@@ -128,8 +132,7 @@ describe.skipIf(!process.env.DATABASE_URL)('two instances while Redis is gone', 
   }, 30_000)
 
   it('replays to a subscriber on the other instance, once Redis is back, what the holder published while it was gone: no gap, no duplicate', async () => {
-    for (const server of [a, b])
-      await vi.waitFor(async () => expect((await fetch(`${server.http.url}/readyz`)).status).toBe(200), { timeout: 15_000, interval: 100 })
+    await ready(a, b)
     await a.request(CreateSessionDocument, { input: { id: 'watched-from-b', defaultProfileId: 'fake-echo' } })
     const events = b.subscribe(SessionEventsDocument, { sessionId: 'watched-from-b', afterSequence: 0 })
     const finished = () => events.results.filter((r) => r.data?.sessionEvents.__typename === 'RunFinishedEvent').length
@@ -150,8 +153,7 @@ describe.skipIf(!process.env.DATABASE_URL)('two instances while Redis is gone', 
   }, 40_000)
 
   it('lets a subscription opened on the other instance while Redis is gone hear the session once Redis is back', async () => {
-    for (const server of [a, b])
-      await vi.waitFor(async () => expect((await fetch(`${server.http.url}/readyz`)).status).toBe(200), { timeout: 15_000, interval: 100 })
+    await ready(a, b)
     await a.request(CreateSessionDocument, { input: { id: 'opened-in-outage', defaultProfileId: 'fake-echo' } })
     await redis.stop()
     const events = b.subscribe(SessionEventsDocument, { sessionId: 'opened-in-outage' })
@@ -164,7 +166,7 @@ describe.skipIf(!process.env.DATABASE_URL)('two instances while Redis is gone', 
     } finally {
       await redis.start()
     }
-    await vi.waitFor(async () => expect((await fetch(`${b.http.url}/readyz`)).status).toBe(200), { timeout: 15_000, interval: 100 })
+    await ready(b)
     await a.request(EnqueuePromptDocument, { input: { sessionId: 'opened-in-outage', input: 'after the outage' } })
     await events.until((results) => results.some((r) => r.data?.sessionEvents.__typename === 'RunFinishedEvent'), 20_000)
     events.unsubscribe()
