@@ -23,6 +23,9 @@ export interface UnwrittenTail {
   anyStored: boolean
 }
 
+/** The tail of a session nobody holds loaded: all of it is written. */
+export const NOTHING_UNWRITTEN: UnwrittenTail = Object.freeze({ events: [], anyStored: true })
+
 /**
  * One session's event stream, owned by the session's actor on the instance that holds it: it
  * numbers the session's events, delivers them to the fan-out in sequence order, and writes them

@@ -17,7 +17,7 @@ import type {
   WhenBusy,
 } from '../domain/records.js'
 import type { SessionEventBus } from '../events/event-bus.js'
-import type { UnwrittenTail } from '../events/session-stream.js'
+import { NOTHING_UNWRITTEN, type UnwrittenTail } from '../events/session-stream.js'
 import type { AdmittedPrompt } from '../runner/prepare.js'
 import type { RunExecutor } from '../runner/run-executor.js'
 import { RunStop } from '../runner/run-stop.js'
@@ -305,7 +305,7 @@ export class PromptQueue {
 
   /** The events of the session delivered after `afterSequence` and not written yet (none while its actor is not loaded). */
   unwrittenTail(tenantId: string, sessionId: string, afterSequence: number): UnwrittenTail {
-    return this.actors.current(tenantId, sessionId)?.stream.unwrittenAfter(afterSequence) ?? { events: [], anyStored: true }
+    return this.actors.current(tenantId, sessionId)?.stream.unwrittenAfter(afterSequence) ?? NOTHING_UNWRITTEN
   }
 
   /** The session's conversation: its actor's while loaded, else as stored. */

@@ -1,6 +1,6 @@
 import { queueStatus, withPositions } from '../domain/queue-order.js'
 import { type QueueEntryRecord, type QueueEntryView, type SessionStatus, TERMINAL_ENTRY_STATUSES } from '../domain/records.js'
-import type { UnwrittenTail } from '../events/session-stream.js'
+import { NOTHING_UNWRITTEN, type UnwrittenTail } from '../events/session-stream.js'
 import type { Store } from '../store/store.js'
 import type { SessionReads } from './session-operations.js'
 
@@ -23,7 +23,7 @@ export class StoredSessionReads implements SessionReads {
   }
 
   async unwrittenTail(): Promise<UnwrittenTail> {
-    return { events: [], anyStored: true }
+    return NOTHING_UNWRITTEN
   }
 
   messages(tenantId: string, sessionId: string) {
