@@ -173,7 +173,7 @@ export class OutputValidationError extends PromptlineError {
   readonly code = 'VALIDATION'
 }
 
-/** Something the operation needs (another instance, over the deployment's link) cannot be reached now; nothing was done. */
+/** Something the operation needs (the database, or another instance over the deployment's link) cannot be reached now; nothing was done. */
 export class UnavailableError extends PromptlineError {
   readonly code = 'UNAVAILABLE'
   constructor(

@@ -1,3 +1,5 @@
+import { UnavailableError } from '../domain/errors.js'
+
 /** A unique index refused a row: what the store throws for it, on either provider and either path. */
 export class UniqueViolation extends Error {
   override readonly name = 'UniqueViolation'
@@ -17,6 +19,61 @@ export async function uniqueChecked<T>(statement: Promise<T>): Promise<T> {
     return await statement
   } catch (error) {
     if (isUniqueViolation(error)) throw new UniqueViolation((error as Error).message, { cause: error })
+    throw error
+  }
+}
+
+/** What the store throws while the database does not answer: UNAVAILABLE, worth asking again in a second. */
+export const databaseUnavailable = () => new UnavailableError('the database does not answer; nothing was done', 1000)
+
+// the drivers' words for a server that cannot be reached or cut the connection: Prisma's adapter
+// kinds, socket errors, PostgreSQL's connection and shutdown SQLSTATEs (classes 08 and 57P)
+const UNREACHABLE_KINDS = new Set(['DatabaseNotReachable', 'ConnectionClosed', 'SocketTimeout', 'TooManyConnections'])
+const UNREACHABLE_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EPIPE',
+  'ENOTFOUND',
+  'EHOSTUNREACH',
+  'P1001',
+  'P1017',
+  'P2024',
+  '08000',
+  '08001',
+  '08003',
+  '08004',
+  '08006',
+  '57P01',
+  '57P02',
+  '57P03',
+])
+// pg's own, with no code: a connection that ended under a query, or was ended before it
+const UNREACHABLE_MESSAGES = /^(Connection terminated|Client has encountered a connection error|Client was closed)/
+
+/** Whether `error` says the database server could not be reached or dropped the connection. */
+export function isUnreachable(error: unknown): boolean {
+  for (let at = error, depth = 0; typeof at === 'object' && at !== null && depth < 5; depth++) {
+    const { code, message, meta, cause } = at as {
+      code?: unknown
+      message?: unknown
+      meta?: { driverAdapterError?: unknown }
+      cause?: unknown
+    }
+    if (UNREACHABLE_CODES.has(String(code)) || (typeof message === 'string' && UNREACHABLE_MESSAGES.test(message))) return true
+    const adapterCause = (meta?.driverAdapterError as { cause?: { kind?: unknown; code?: unknown } } | undefined)?.cause
+    if (UNREACHABLE_KINDS.has(String(adapterCause?.kind)) || UNREACHABLE_CODES.has(String(adapterCause?.code))) return true
+    at = cause
+  }
+  return false
+}
+
+/** The statement's result, or UnavailableError when the database could not be reached. */
+export async function reachableChecked<T>(statement: PromiseLike<T>): Promise<T> {
+  try {
+    return await statement
+  } catch (error) {
+    if (isUnreachable(error)) throw databaseUnavailable()
     throw error
   }
 }

@@ -1,7 +1,7 @@
 import type { Prisma } from '@db/client'
 import type { PromptLabel, PromptLabelMove, SplitShare } from '../domain/prompt-labels.js'
 import type { Db } from './database.js'
-import { isUniqueViolation } from './errors.js'
+import { isUniqueViolation, reachableChecked } from './errors.js'
 import { nullableJson } from './json-columns.js'
 
 const labelSelect = { promptId: true, name: true, version: true, split: true, updatedAt: true } satisfies Prisma.PromptLabelSelect
@@ -60,39 +60,41 @@ export class PromptLabelStore {
     const { tenantId, promptId, label: name, version, expectedVersion, keyId } = request
     const split = nullableJson(request.split)
     try {
-      return await this.db.$transaction(async (tx) => {
-        const where = { tenantId_promptId_name: { tenantId, promptId, name } }
-        const current = await tx.promptLabel.findUnique({ where, select: labelSelect })
-        if ((current?.version ?? null) !== expectedVersion) return { conflict: true as const, current: current?.version ?? null }
-        if (current) {
-          const { count } = await tx.promptLabel.updateMany({
-            where: { tenantId, promptId, name, version: current.version },
-            data: { version, split },
+      return await reachableChecked(
+        this.db.$transaction(async (tx) => {
+          const where = { tenantId_promptId_name: { tenantId, promptId, name } }
+          const current = await tx.promptLabel.findUnique({ where, select: labelSelect })
+          if ((current?.version ?? null) !== expectedVersion) return { conflict: true as const, current: current?.version ?? null }
+          if (current) {
+            const { count } = await tx.promptLabel.updateMany({
+              where: { tenantId, promptId, name, version: current.version },
+              data: { version, split },
+            })
+            if (count === 0) return { conflict: true as const, current: null }
+          } else {
+            await tx.promptLabel.create({ data: { tenantId, promptId, name, version, split } })
+          }
+          const last = await tx.promptLabelMove.findFirst({
+            where: { tenantId, promptId, label: name },
+            orderBy: { move: 'desc' },
+            select: { move: true },
           })
-          if (count === 0) return { conflict: true as const, current: null }
-        } else {
-          await tx.promptLabel.create({ data: { tenantId, promptId, name, version, split } })
-        }
-        const last = await tx.promptLabelMove.findFirst({
-          where: { tenantId, promptId, label: name },
-          orderBy: { move: 'desc' },
-          select: { move: true },
-        })
-        const moved = await tx.promptLabelMove.create({
-          data: {
-            tenantId,
-            promptId,
-            label: name,
-            move: (last?.move ?? 0) + 1,
-            version,
-            split,
-            previousVersion: current?.version ?? null,
-            keyId,
-          },
-        })
-        const label = await tx.promptLabel.findUniqueOrThrow({ where, select: labelSelect })
-        return { moved: toMove(moved), label: toLabel(label) }
-      })
+          const moved = await tx.promptLabelMove.create({
+            data: {
+              tenantId,
+              promptId,
+              label: name,
+              move: (last?.move ?? 0) + 1,
+              version,
+              split,
+              previousVersion: current?.version ?? null,
+              keyId,
+            },
+          })
+          const label = await tx.promptLabel.findUniqueOrThrow({ where, select: labelSelect })
+          return { moved: toMove(moved), label: toLabel(label) }
+        }),
+      )
     } catch (err) {
       if (isUniqueViolation(err)) return { conflict: true, current: (await this.find(tenantId, promptId, name))?.version ?? null }
       throw err

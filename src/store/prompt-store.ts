@@ -1,6 +1,6 @@
 import type { Prisma } from '@db/client'
 import type { Db } from './database.js'
-import { isUniqueViolation } from './errors.js'
+import { isUniqueViolation, reachableChecked } from './errors.js'
 
 export interface PromptRow {
   tenantId: string
@@ -79,21 +79,23 @@ export class PromptStore {
     const definition = input.definition as Prisma.InputJsonValue
     for (let attempt = 0; ; attempt++) {
       try {
-        return await this.db.$transaction(async (tx) => {
-          const current = await tx.prompt.findUnique({ where: { tenantId_id: { tenantId, id } }, select })
-          if (current && current.definitionHash === definitionHash) {
-            if (current.description === description) return current
-            return tx.prompt.update({ where: { tenantId_id: { tenantId, id } }, data: { description }, select })
-          }
-          const version = Math.max(current?.version ?? 0, input.floorVersion) + 1
-          await tx.promptVersion.create({ data: { tenantId, promptId: id, version, definitionHash, definition, authorKeyId } })
-          return tx.prompt.upsert({
-            where: { tenantId_id: { tenantId, id } },
-            create: { tenantId, id, version, definitionHash, definition, description },
-            update: { version, definitionHash, definition, description },
-            select,
-          })
-        })
+        return await reachableChecked(
+          this.db.$transaction(async (tx) => {
+            const current = await tx.prompt.findUnique({ where: { tenantId_id: { tenantId, id } }, select })
+            if (current && current.definitionHash === definitionHash) {
+              if (current.description === description) return current
+              return tx.prompt.update({ where: { tenantId_id: { tenantId, id } }, data: { description }, select })
+            }
+            const version = Math.max(current?.version ?? 0, input.floorVersion) + 1
+            await tx.promptVersion.create({ data: { tenantId, promptId: id, version, definitionHash, definition, authorKeyId } })
+            return tx.prompt.upsert({
+              where: { tenantId_id: { tenantId, id } },
+              create: { tenantId, id, version, definitionHash, definition, description },
+              update: { version, definitionHash, definition, description },
+              select,
+            })
+          }),
+        )
       } catch (err) {
         // Two writers raced for the same next version: the loser reads again and retries.
         if (attempt < 3 && isUniqueViolation(err)) continue
