@@ -1,3 +1,4 @@
+import { UnavailableError } from '../domain/errors.js'
 import type { SessionEvent } from '../domain/events.js'
 import type { Logger } from '../domain/logger.js'
 import type { Metrics } from '../domain/metrics.js'
@@ -112,7 +113,7 @@ export class EventBatcher {
   }
 
   /**
-   * Writes a batch; after it failed `MAX_BATCH_FAILURES` times in a row (the database is up but
+   * Writes a batch; after it failed `MAX_BATCH_FAILURES` times in a row with the database up (it
    * refuses some rows), writes it stream by stream and drops the rows of a stream that still
    * fail, so one session's bad rows never stop every other session's events.
    */
@@ -126,7 +127,8 @@ export class EventBatcher {
       return
     } catch (error) {
       this.logger.error('could not write events; will retry', { count: batch.length, error: (error as Error).message })
-      if (++this.batchFailures < MAX_BATCH_FAILURES) throw error
+      // a database that does not answer refuses no row: its batches wait for it, however long
+      if (error instanceof UnavailableError || ++this.batchFailures < MAX_BATCH_FAILURES) throw error
     }
     this.batchFailures = 0
     for (const { stream, events } of taken) {
@@ -134,6 +136,10 @@ export class EventBatcher {
         await this.events.append(events)
         stream.batchWritten(events)
       } catch (error) {
+        if (error instanceof UnavailableError) {
+          stream.requeue(events)
+          continue
+        }
         this.logger.error('dropped events the database refused', {
           sessionId: stream.sessionId,
           count: events.length,
