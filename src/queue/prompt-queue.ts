@@ -22,6 +22,7 @@ import type { AdmittedPrompt } from '../runner/prepare.js'
 import type { RunExecutor } from '../runner/run-executor.js'
 import { RunStop } from '../runner/run-stop.js'
 import type { SubmittedResult } from '../runner/tool-rounds.js'
+import type { DatabaseLink } from '../store/database-link.js'
 import type { EventStore } from '../store/event-store.js'
 import type { QueueStore } from '../store/queue-store.js'
 import type { RunLedger } from '../store/run-ledger.js'
@@ -67,6 +68,8 @@ export interface PromptQueueDeps {
   metrics: Metrics
   /** Which sessions this instance drains (their leases). */
   ownership: SessionLeases
+  /** Whether the database answers: nothing is admitted while it does not, and nothing is taken over until it is steady. */
+  database: DatabaseLink
   /** What time it is (ms since the epoch) where a time to live is judged. */
   clock: () => number
   sessionRows: SessionStore
@@ -108,6 +111,8 @@ export class PromptQueue {
 
   async admit(admission: AdmitRequest): Promise<QueueEntryView> {
     if (this.closed) throw new InternalError('the server is shutting down and admits no prompts')
+    // an admission waits in its session's write chain: while the database is away, it would wait the outage out
+    this.deps.database.requireUp()
     const { tenantId, sessionId, admitted, whenBusy, schedule } = admission
     // the key guards what was asked; the entry keeps what it was resolved to
     const asked = admission.request

@@ -7,6 +7,7 @@ import type { QueueEntryRecord, RunRecord } from '../domain/records.js'
 import type { SessionEventBus } from '../events/event-bus.js'
 import type { SessionStream } from '../events/session-stream.js'
 import { endEntry } from '../runner/run-records.js'
+import type { DatabaseLink } from '../store/database-link.js'
 import type { EventStore } from '../store/event-store.js'
 import type { QueueStore } from '../store/queue-store.js'
 import type { RunLedger } from '../store/run-ledger.js'
@@ -22,6 +23,8 @@ import type { SessionLeases } from './session-leases.js'
 export interface QueueRecoveryDeps {
   /** Who drains which session: only a session's owner ends its runs. */
   ownership: SessionLeases
+  /** Reaping and taking sessions over wait while the database is not steady (their holders renew first). */
+  database: DatabaseLink
   /** The session rows (their leases). */
   sessionRows: SessionStore
   runs: RunStore
@@ -142,6 +145,8 @@ export class QueueRecovery {
 
   /** One pass: up to 100 stale runs (the next pass takes the rest), then orphaned sessions. */
   private async reapStale(): Promise<void> {
+    // after an outage, heartbeats and leases are stale because nobody could write them
+    if (!this.deps.database.steady) return
     try {
       const guard = this.staleGuard()
       for (const run of await this.deps.runs.stale(guard.before, guard.inFlightBefore, 100)) {

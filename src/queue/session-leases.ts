@@ -1,4 +1,6 @@
+import { UnavailableError } from '../domain/errors.js'
 import type { Logger } from '../domain/logger.js'
+import type { DatabaseLink } from '../store/database-link.js'
 import type { SessionStore } from '../store/session-store.js'
 
 /** Whether this instance drains a session now; when not, which instance does (null: no such session). */
@@ -28,7 +30,8 @@ export interface LeaseHolder {
 /**
  * Session leases: a row lease on the session (owner, expiry) taken with a conditional
  * update, lost when not renewed within `ttlMs`. An instance acts on a session only while its own
- * clock says the lease is valid, so it stops before another may take over. A session's lease is
+ * clock says the lease is valid, so it stops before another may take over; while the database
+ * does not answer, nobody can take over, so it goes on (docs/architecture.md). A session's lease is
  * renewed while it has work; an idle one lapses and is forgotten here, so whichever instance uses
  * it next loads it from the store. One instance alone runs the same code under its own id.
  */
@@ -44,6 +47,8 @@ export class SessionLeases {
     private readonly ttlMs: number,
     private readonly renewMs: number,
     private readonly holder: LeaseHolder,
+    /** While the database is away nobody can take a session over, so what is held stays held; takeovers wait until it is steady. */
+    private readonly database: DatabaseLink,
     private readonly logger: Logger,
     private readonly clock: () => number = Date.now,
   ) {}
@@ -56,7 +61,7 @@ export class SessionLeases {
     // lapsed while idle: what this instance kept of it may be behind another owner's
     if (this.held.has(held) && !this.holder.hasWork(tenantId, sessionId)) this.lose(held)
     const asked = this.clock()
-    const owner = await this.sessions.claimLease(tenantId, sessionId, this.instanceId, this.ttlMs)
+    const owner = await this.sessions.claimLease(tenantId, sessionId, this.instanceId, this.ttlMs, this.database.steady)
     if (owner !== this.instanceId) return { mine: false, owner }
     this.held.set(held, asked + this.ttlMs - this.renewMs)
     return { mine: true }
@@ -114,6 +119,8 @@ export class SessionLeases {
       }
     } catch (error) {
       this.logger.error('could not renew session leases', { error: (error as Error).message })
+      // unreachable, the database takes no other instance's claim either: the runs go on here
+      if (error instanceof UnavailableError) return
       for (const held of working) if ((this.held.get(held) ?? 0) <= this.clock()) this.lose(held)
     }
   }

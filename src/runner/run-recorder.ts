@@ -6,6 +6,7 @@ import type { ChatMessage, MessageRecord, QueueEntryRecord, RunRecord, RunStatus
 import type { ToolRound } from '../domain/tools.js'
 import { inSpan } from '../domain/tracing.js'
 import type { SessionStream } from '../events/session-stream.js'
+import type { DatabaseLink } from '../store/database-link.js'
 import type { RunLedger } from '../store/run-ledger.js'
 import type { RunStore } from '../store/run-store.js'
 import type { SessionHistory } from '../store/session-history.js'
@@ -15,6 +16,8 @@ import { endEntry, newRunRecord } from './run-records.js'
 export interface RunRecorderDeps {
   runs: RunStore
   ledger: RunLedger
+  /** The run's start, its wait for tool results and its end wait out a database outage through it. */
+  database: DatabaseLink
   /** The sessions' records (whether one keeps its history). */
   sessions: { find(tenantId: string, id: string): Promise<{ keepHistory: boolean } | null> }
   logger: Logger
@@ -157,7 +160,7 @@ export class RunRecorder {
         // its model call ride along in the insert instead of costing row saves of their own
         await new Promise(setImmediate)
         const inserted = { ...run }
-        await deps.ledger.start(inserted, claimed, [...earlier, ...events])
+        await deps.database.retried(() => deps.ledger.start(inserted, claimed, [...earlier, ...events]))
         this.written = JSON.stringify(inserted)
         return true
       }),
@@ -206,7 +209,7 @@ export class RunRecorder {
     const waiting = { ...this.live, toolRounds: [...this.live.toolRounds, round] }
     advanceRun(waiting, 'REQUIRES_ACTION')
     await this.journal.write(async () => {
-      await this.deps.ledger.requireAction(waiting, this.entry.request.webhookUrl ?? null)
+      await this.deps.database.retried(() => this.deps.ledger.requireAction(waiting, this.entry.request.webhookUrl ?? null))
       this.written = JSON.stringify(waiting)
     })
     Object.assign(this.live, { status: waiting.status, toolRounds: waiting.toolRounds })
@@ -262,8 +265,9 @@ export class RunRecorder {
   /**
    * Ends the run: its terminal row, its entry's end, its history turn and its last events
    * (MESSAGE_CREATED, the entry's FINISHED, RUN_FINISHED) are written in one transaction and
-   * only then published. A run a reaper ended first keeps the reaper's end. A write that fails
-   * leaves the row live for the reaper; the session moves on.
+   * only then published. A run a reaper ended first keeps the reaper's end. Through a database
+   * outage the end waits for the database to be back; a write that fails otherwise leaves the
+   * row live for the reaper, and the session moves on.
    */
   async finish(ending: RunEnding): Promise<RunRecord> {
     clearInterval(this.heartbeat)
@@ -291,7 +295,7 @@ export class RunRecorder {
       await this.journal.close()
       const written = await inSpan('promptline.run.end', { 'promptline.run.status': ended.status }, () =>
         this.session.stream.commit(run.id, events, (numbered, earlier) =>
-          deps.ledger.finish({ run: ended, entry: endedEntry, messages, events: numbered, earlier }),
+          deps.database.retried(() => deps.ledger.finish({ run: ended, entry: endedEntry, messages, events: numbered, earlier })),
         ),
       )
       if (written) {

@@ -43,6 +43,7 @@ import { SessionRouter } from '../services/session-router.js'
 import { SessionService } from '../services/session-service.js'
 import { StoredSessionReads } from '../services/stored-session-reads.js'
 import { UsageService } from '../services/usage-service.js'
+import { DatabaseLink } from '../store/database-link.js'
 import { SessionMemory } from '../store/session-memory.js'
 import { openStore, type Store } from '../store/store.js'
 import { ApiKeyRing } from './api-keys.js'
@@ -137,6 +138,8 @@ export async function createApp(options: AppOptions, secrets: SecretLookup, logg
     const clientFor = (backend: Backend): ModelClient => clients[backend.kind]
     const capacity = new CapacityPools(logger)
     const times = durabilityTimes(options.durability)
+    // after an outage, other instances' holders get a stale bound to renew their leases and heartbeats
+    const database = new DatabaseLink(() => store.ping(), logger, times.staleMs)
     // a lease lapses as a dead owner's runs go stale, so both move on together
     const ownership: SessionLeases = new SessionLeases(
       store.sessions,
@@ -144,6 +147,7 @@ export async function createApp(options: AppOptions, secrets: SecretLookup, logg
       times.staleMs,
       times.heartbeatMs,
       { hasWork: (t, s): boolean => queue.hasWork(t, s), lost: (t, s) => void queue.lose(t, s) },
+      database,
       logger,
       options.clock,
     )
@@ -155,6 +159,7 @@ export async function createApp(options: AppOptions, secrets: SecretLookup, logg
       capacity,
       runs: store.runs,
       ledger: store.ledger,
+      database,
       sessions: sessionMemory,
       logger,
       metrics,
@@ -175,6 +180,7 @@ export async function createApp(options: AppOptions, secrets: SecretLookup, logg
       logger,
       metrics,
       ownership,
+      database,
       clock: options.clock ?? Date.now,
       sessionRows: store.sessions,
     })
@@ -235,11 +241,14 @@ export async function createApp(options: AppOptions, secrets: SecretLookup, logg
     const yoga = createPromptlineYoga({ schema, services, files: uploads, probes, logger, keys, limits, metrics, subscriptions })
     await router.start()
     await queue.recover()
+    database.start()
     ownership.start()
     webhooks.start()
     const flush = () => bus.flush()
     const drain = () =>
       (draining ??= (async () => {
+        // a run's end that waits for the database gives up: the next start ends it
+        database.close()
         await queue.close(options.shutdownGraceMs ?? 10_000)
         await flush()
         // hand the sessions on: another instance takes their queued prompts at once

@@ -161,13 +161,14 @@ export class SessionStore {
   }
 
   /**
-   * Takes the session's lease for `owner` unless another instance holds one that has not
-   * expired; returns who holds it afterwards (`owner` when taken), or null for no such session.
+   * Takes the session's lease for `owner` unless another instance holds one, one that has not
+   * expired when `takeOver`; returns who holds it afterwards (`owner` when taken), or null for no
+   * such session.
    */
-  async claimLease(tenantId: string, id: string, owner: string, ttlMs: number): Promise<string | null> {
+  async claimLease(tenantId: string, id: string, owner: string, ttlMs: number, takeOver: boolean): Promise<string | null> {
     const now = new Date()
     await this.db.session.updateMany({
-      where: { tenantId, id, OR: [{ leaseOwner: null }, { leaseOwner: owner }, { leaseExpiresAt: { lt: now } }] },
+      where: { tenantId, id, OR: [{ leaseOwner: null }, { leaseOwner: owner }, ...(takeOver ? [{ leaseExpiresAt: { lt: now } }] : [])] },
       data: { leaseOwner: owner, leaseExpiresAt: new Date(now.getTime() + ttlMs) },
     })
     const row = await this.db.session.findUnique({ where: { tenantId_id: { tenantId, id } }, select: { leaseOwner: true } })
@@ -183,7 +184,10 @@ export class SessionStore {
     return row && { owner: row.leaseOwner, expiresAt: row.leaseExpiresAt }
   }
 
-  /** Extends the leases of `sessions` that `owner` still holds; returns those (any other is lost). */
+  /**
+   * Extends the leases of `sessions` that `owner` still holds, expired ones too (nobody took them:
+   * a takeover names its new owner); returns those (any other is lost).
+   */
   async renewLeases(
     owner: string,
     ttlMs: number,
@@ -192,11 +196,11 @@ export class SessionStore {
     const now = new Date()
     const these = { OR: sessions.map(({ tenantId, id }) => ({ tenantId, id })) }
     await this.db.session.updateMany({
-      where: { ...these, leaseOwner: owner, leaseExpiresAt: { gte: now } },
+      where: { ...these, leaseOwner: owner },
       data: { leaseExpiresAt: new Date(now.getTime() + ttlMs) },
     })
     return this.db.session.findMany({
-      where: { ...these, leaseOwner: owner, leaseExpiresAt: { gt: now } },
+      where: { ...these, leaseOwner: owner },
       select: { tenantId: true, id: true },
     })
   }

@@ -73,7 +73,7 @@ describe.each(providers)('a transaction that fails never undoes a write acknowle
     const now = new Date()
     const acknowledged = await Promise.all([
       store.sessions.raiseSequenceCeiling('t', 'ceiling', 999),
-      store.sessions.claimLease('t', 'leased', 'instance-a', LEASE_MS),
+      store.sessions.claimLease('t', 'leased', 'instance-a', LEASE_MS, true),
       store.webhooks.claim('run_r1', now, new Date(now.getTime() + LEASE_MS)),
       store.profiles.save('t', 'kept', { backendId: 'fake', model: 'm' }),
       store.profiles.delete('t', 'doomed'),
@@ -85,7 +85,7 @@ describe.each(providers)('a transaction that fails never undoes a write acknowle
     expect(await store.sessions.sequenceCeiling('t', 'ceiling')).toBe(999)
     expect((await store.sessions.find('t', 'ceiling'))!.title).toBeNull()
     // held: another instance cannot take the lease, and the claimed delivery is not due again
-    expect(await store.sessions.claimLease('t', 'leased', 'instance-b', LEASE_MS)).toBe('instance-a')
+    expect(await store.sessions.claimLease('t', 'leased', 'instance-b', LEASE_MS, true)).toBe('instance-a')
     expect(await store.webhooks.due(now, 10)).toEqual([])
     expect((await store.profiles.find(['t'], 'kept')).map((row) => row.id)).toEqual(['kept'])
     expect(await store.profiles.find(['t'], 'doomed')).toEqual([])
