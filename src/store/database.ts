@@ -1,5 +1,5 @@
 import type { PrismaClient } from '@db/client'
-import { reachableChecked } from './errors.js'
+import { driverChecked } from './errors.js'
 import { postgresSql, type Sql, sqliteSql } from './sql-dialects.js'
 import { SqliteConnection } from './sqlite-connection.js'
 import { SqliteAdapterFactory } from './sqlite-prisma-adapter.js'
@@ -48,7 +48,7 @@ export async function openDatabase(url: string): Promise<Database> {
   const [{ PrismaClient }, { PrismaPg }] = await Promise.all([import('../generated/pg/client.js'), import('@prisma/adapter-pg')])
   // every statement, raw ones and those of transactions too, throws UnavailableError when the server cannot be reached
   const db = new PrismaClient({ adapter: new PrismaPg({ connectionString: url }) }).$extends({
-    query: { $allOperations: ({ args, query }) => reachableChecked(query(args)) },
+    query: { $allOperations: ({ args, query }) => driverChecked(query(args)) },
   }) as unknown as Db
   await db.$connect()
   const sql = postgresSql(url)

@@ -69,7 +69,7 @@ export function isUnreachable(error: unknown): boolean {
 }
 
 /** The statement's result, or UnavailableError when the database could not be reached. */
-export async function reachableChecked<T>(statement: PromiseLike<T>): Promise<T> {
+export async function driverChecked<T>(statement: PromiseLike<T>): Promise<T> {
   try {
     return await statement
   } catch (error) {

@@ -1,7 +1,7 @@
 import type { Prisma } from '@db/client'
 import type { PromptLabel, PromptLabelMove, SplitShare } from '../domain/prompt-labels.js'
 import type { Db } from './database.js'
-import { isUniqueViolation, reachableChecked } from './errors.js'
+import { isUniqueViolation, driverChecked } from './errors.js'
 import { nullableJson } from './json-columns.js'
 
 const labelSelect = { promptId: true, name: true, version: true, split: true, updatedAt: true } satisfies Prisma.PromptLabelSelect
@@ -60,7 +60,7 @@ export class PromptLabelStore {
     const { tenantId, promptId, label: name, version, expectedVersion, keyId } = request
     const split = nullableJson(request.split)
     try {
-      return await reachableChecked(
+      return await driverChecked(
         this.db.$transaction(async (tx) => {
           const where = { tenantId_promptId_name: { tenantId, promptId, name } }
           const current = await tx.promptLabel.findUnique({ where, select: labelSelect })

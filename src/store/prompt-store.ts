@@ -1,6 +1,6 @@
 import type { Prisma } from '@db/client'
 import type { Db } from './database.js'
-import { isUniqueViolation, reachableChecked } from './errors.js'
+import { isUniqueViolation, driverChecked } from './errors.js'
 
 export interface PromptRow {
   tenantId: string
@@ -79,7 +79,7 @@ export class PromptStore {
     const definition = input.definition as Prisma.InputJsonValue
     for (let attempt = 0; ; attempt++) {
       try {
-        return await reachableChecked(
+        return await driverChecked(
           this.db.$transaction(async (tx) => {
             const current = await tx.prompt.findUnique({ where: { tenantId_id: { tenantId, id } }, select })
             if (current && current.definitionHash === definitionHash) {

@@ -15,7 +15,7 @@ import {
 } from 'kysely'
 import pg from 'pg'
 import type { DB } from '../generated/kysely/tables.js'
-import { reachableChecked } from './errors.js'
+import { driverChecked } from './errors.js'
 import { type SqliteConnection, sqliteValue } from './sqlite-connection.js'
 
 /** The store's typed statements (Kysely, typed from the Prisma schema by prisma-kysely). */
@@ -105,7 +105,7 @@ function statementName(sql: string): string {
 /** A pooled client that names its statements, so the server parses and plans each once per connection. */
 function preparing(client: pg.PoolClient): PostgresPoolClient {
   const query = (sql: string, parameters: readonly unknown[]) =>
-    reachableChecked(
+    driverChecked(
       client.query({
         ...(parameters.length <= MAX_NAMED_PARAMETERS && { name: statementName(sql) }),
         text: sql,
@@ -122,6 +122,6 @@ export function postgresSql(connectionString: string): Sql {
   // an idle connection the server closed (a restart, a dropped database) leaves the pool by itself;
   // without a listener its error would end the process. The next statement opens another.
   pool.on('error', () => {})
-  const preparingPool: PostgresPool = { connect: async () => preparing(await reachableChecked(pool.connect())), end: () => pool.end() }
+  const preparingPool: PostgresPool = { connect: async () => preparing(await driverChecked(pool.connect())), end: () => pool.end() }
   return new Kysely<DB>({ dialect: new PostgresDialect({ pool: preparingPool }) })
 }
