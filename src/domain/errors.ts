@@ -30,6 +30,7 @@ export const ERROR_CODES = [
   'UNAUTHENTICATED',
   'FORBIDDEN',
   'UNAVAILABLE',
+  'STORAGE_FULL',
   'INTERNAL',
 ] as const
 export type ErrorCode = (typeof ERROR_CODES)[number]
@@ -183,6 +184,11 @@ export class UnavailableError extends PromptlineError {
   ) {
     super(message)
   }
+}
+
+/** The disk the database (or PROMPTLINE_FILES_DIR) is on has no room: nothing was written. */
+export class StorageFullError extends PromptlineError {
+  readonly code = 'STORAGE_FULL'
 }
 
 export class InternalError extends PromptlineError {

@@ -55,7 +55,9 @@ export const ErrorCodeEnum = builder.enumType('ErrorCode', {
     UNAUTHENTICATED: 'No valid API key was given.',
     FORBIDDEN: "The API key's role does not allow this.",
     UNAVAILABLE:
-      'Something the operation needs cannot be reached now (the instance holding the session, while the link between instances is down); nothing was done. extensions.retryAfterMs says when to try again.',
+      'Something the operation needs cannot be reached now (the database, or the instance holding the session while the link between instances is down); nothing was done. extensions.retryAfterMs says when to try again.',
+    STORAGE_FULL:
+      'The disk the server writes to is full; nothing was written. Reads still work; writes succeed again once the operator frees space (HTTP 507 on POST /files).',
     INTERNAL: 'Something unexpected went wrong on the server; no detail is given.',
   }),
 })

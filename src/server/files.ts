@@ -6,7 +6,13 @@ import type { ApiKeyRing } from './api-keys.js'
 // room for the multipart framing around the file
 const FRAMING_BYTES = 64 * 1024
 
-const STATUS: Record<string, number> = { UNAUTHENTICATED: 401, FORBIDDEN: 403, FILE_TOO_LARGE: 413, INVALID_REQUEST: 400 }
+const STATUS: Record<string, number> = {
+  UNAUTHENTICATED: 401,
+  FORBIDDEN: 403,
+  FILE_TOO_LARGE: 413,
+  INVALID_REQUEST: 400,
+  STORAGE_FULL: 507,
+}
 
 /** The body's bytes, or null as soon as they pass `limit` (the rest is left unread). */
 async function readCapped(body: ReadableStream<Uint8Array> | null, limit: number): Promise<Buffer<ArrayBuffer> | null> {

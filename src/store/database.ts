@@ -26,12 +26,17 @@ function providerOf(url: string): Provider {
   throw new Error(`unsupported database URL scheme (use file:… or postgresql://…)`)
 }
 
+/** Every Prisma statement, raw ones and those in transactions too, throws the domain's errors for an unreachable database or a full disk. */
+const domainErrors = {
+  query: { $allOperations: ({ args, query }: { args: unknown; query: (args: unknown) => Promise<unknown> }) => driverChecked(query(args)) },
+}
+
 export async function openDatabase(url: string): Promise<Database> {
   const provider = providerOf(url)
   if (provider === 'sqlite') {
     const connection = SqliteConnection.open(url)
     const { PrismaClient } = await import('../generated/sqlite/client.js')
-    const db = new PrismaClient({ adapter: new SqliteAdapterFactory(connection) }) as unknown as Db
+    const db = new PrismaClient({ adapter: new SqliteAdapterFactory(connection) }).$extends(domainErrors) as unknown as Db
     const sql = sqliteSql(connection)
     return {
       db,
@@ -46,10 +51,7 @@ export async function openDatabase(url: string): Promise<Database> {
     }
   }
   const [{ PrismaClient }, { PrismaPg }] = await Promise.all([import('../generated/pg/client.js'), import('@prisma/adapter-pg')])
-  // every statement, raw ones and those of transactions too, throws UnavailableError when the server cannot be reached
-  const db = new PrismaClient({ adapter: new PrismaPg({ connectionString: url }) }).$extends({
-    query: { $allOperations: ({ args, query }) => driverChecked(query(args)) },
-  }) as unknown as Db
+  const db = new PrismaClient({ adapter: new PrismaPg({ connectionString: url }) }).$extends(domainErrors) as unknown as Db
   await db.$connect()
   const sql = postgresSql(url)
   return {

@@ -1,4 +1,4 @@
-import { UnavailableError } from '../domain/errors.js'
+import { StorageFullError, UnavailableError } from '../domain/errors.js'
 
 /** A unique index refused a row: what the store throws for it, on either provider and either path. */
 export class UniqueViolation extends Error {
@@ -68,12 +68,34 @@ export function isUnreachable(error: unknown): boolean {
   return false
 }
 
-/** The statement's result, or UnavailableError when the database could not be reached. */
+// no room: SQLite's, the file system's (PROMPTLINE_FILES_DIR), PostgreSQL's disk_full
+const FULL_CODES = new Set(['SQLITE_FULL', 'ENOSPC', 'EDQUOT', '53100'])
+
+/** Whether `error` says the disk the database or the files are on has no room left. */
+export function isStorageFull(error: unknown): boolean {
+  for (let at = error, depth = 0; typeof at === 'object' && at !== null && depth < 5; depth++) {
+    const { code, meta, cause } = at as { code?: unknown; meta?: { driverAdapterError?: unknown }; cause?: unknown }
+    if (FULL_CODES.has(String(code))) return true
+    const adapterCause = (meta?.driverAdapterError as { cause?: { originalCode?: unknown; code?: unknown } } | undefined)?.cause
+    if (FULL_CODES.has(String(adapterCause?.originalCode)) || FULL_CODES.has(String(adapterCause?.code))) return true
+    at = cause
+  }
+  return false
+}
+
+/** What the store throws when there is no room for a write. */
+export const storageFull = () => new StorageFullError('the disk the server writes to is full; nothing was written')
+
+/**
+ * The statement's result, or the domain's error for what the driver said: UnavailableError when
+ * the database could not be reached, StorageFullError when its disk is full.
+ */
 export async function driverChecked<T>(statement: PromiseLike<T>): Promise<T> {
   try {
     return await statement
   } catch (error) {
     if (isUnreachable(error)) throw databaseUnavailable()
+    if (isStorageFull(error)) throw storageFull()
     throw error
   }
 }

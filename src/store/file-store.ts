@@ -4,6 +4,7 @@ import path from 'node:path'
 import type { StoredFileInfo } from '../domain/content-parts.js'
 import { sha256Hex } from '../domain/hash.js'
 import type { Db } from './database.js'
+import { driverChecked } from './errors.js'
 
 const infoSelect = { id: true, sha256: true, mediaType: true, bytes: true, name: true, createdAt: true, expiresAt: true } as const
 
@@ -42,20 +43,27 @@ export class FileStore {
       return toInfo(kept)
     }
     const id = randomUUID()
-    if (this.dir !== null) await this.writeDurably(this.pathOf(tenantId, id), file.data)
-    const row = await this.db.storedFile.create({
-      data: {
-        tenantId,
-        id,
-        sha256,
-        mediaType,
-        bytes: file.data.byteLength,
-        name: file.name,
-        data: this.dir === null ? Uint8Array.from(file.data) : null,
-        expiresAt,
-      },
-      select: infoSelect,
-    })
+    const target = this.dir === null ? null : this.pathOf(tenantId, id)
+    if (target !== null) await driverChecked(this.writeDurably(target, file.data))
+    // bytes without their row are nobody's: a row the database refuses takes them along
+    const row = await this.db.storedFile
+      .create({
+        data: {
+          tenantId,
+          id,
+          sha256,
+          mediaType,
+          bytes: file.data.byteLength,
+          name: file.name,
+          data: this.dir === null ? Uint8Array.from(file.data) : null,
+          expiresAt,
+        },
+        select: infoSelect,
+      })
+      .catch(async (error: unknown) => {
+        if (target !== null) await rm(target, { force: true })
+        throw error
+      })
     return toInfo(row)
   }
 
@@ -94,9 +102,12 @@ export class FileStore {
     try {
       await handle.writeFile(data)
       await handle.sync()
-    } finally {
+    } catch (error) {
       await handle.close()
+      await rm(partial, { force: true })
+      throw error
     }
+    await handle.close()
     await rename(partial, target)
   }
 }

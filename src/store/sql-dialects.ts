@@ -28,11 +28,15 @@ class SqliteLaneConnection implements DatabaseConnection {
     readonly leave: () => void,
   ) {}
 
-  async executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {
-    const statement = this.connection.prepared(query.sql)
-    const values = query.parameters.map(sqliteValue)
-    if (statement.reader) return { rows: statement.raw(false).all(values) as R[] }
-    return { rows: [], numAffectedRows: BigInt(statement.run(values).changes) }
+  executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {
+    return driverChecked(
+      (async () => {
+        const statement = this.connection.prepared(query.sql)
+        const values = query.parameters.map(sqliteValue)
+        if (statement.reader) return { rows: statement.raw(false).all(values) as R[] }
+        return { rows: [], numAffectedRows: BigInt(statement.run(values).changes) }
+      })(),
+    )
   }
 
   // biome-ignore lint/correctness/useYield: the store never streams a query
@@ -58,8 +62,9 @@ class SqliteLaneDriver implements Driver {
     await connection.executeQuery(CompiledQuery.raw('COMMIT'))
   }
 
-  async rollbackTransaction(connection: DatabaseConnection): Promise<void> {
-    await connection.executeQuery(CompiledQuery.raw('ROLLBACK'))
+  async rollbackTransaction(): Promise<void> {
+    // the caller holds the lane: this is the transaction it opened
+    this.connection.rollback()
   }
 
   async releaseConnection(connection: DatabaseConnection): Promise<void> {

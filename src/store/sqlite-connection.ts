@@ -50,6 +50,15 @@ export class SqliteConnection {
     return statement
   }
 
+  /**
+   * Ends the open transaction, undoing it. SQLite has rolled it back itself after some errors
+   * (the disk full, an I/O error): then there is nothing left to undo, and ROLLBACK would fail
+   * in place of the error that ended it.
+   */
+  rollback(): void {
+    if (this.handle.inTransaction) this.prepared('ROLLBACK').run()
+  }
+
   /** Runs statements separated by semicolons (a migration's script). */
   script(sql: string): void {
     this.handle.exec(sql)

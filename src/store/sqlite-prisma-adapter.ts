@@ -138,6 +138,11 @@ class Queryable {
   }
 
   async executeRaw(query: SqlQuery): Promise<number> {
+    // Prisma ends a failed transaction with a ROLLBACK statement of its own
+    if (query.sql === 'ROLLBACK') {
+      guarded(() => this.connection.rollback())
+      return 0
+    }
     return guarded(() => this.connection.prepared(query.sql).run(query.args.map((arg, i) => bound(arg, query.argTypes[i]))).changes)
   }
 }
