@@ -1,4 +1,4 @@
-import { UnavailableError } from '../domain/errors.js'
+import { StorageFullError, UnavailableError } from '../domain/errors.js'
 import type { SessionEvent } from '../domain/events.js'
 import type { Logger } from '../domain/logger.js'
 import type { Metrics } from '../domain/metrics.js'
@@ -9,6 +9,9 @@ import type { SessionStream } from './session-stream.js'
 const MAX_BATCH_FAILURES = 3
 /** How long a batch waits before it is tried again after a failed write (ms). */
 const RETRY_MS = 1000
+
+/** A database that does not answer, or has no room, refuses no row: such a batch waits, however long. */
+const waitsForTheDatabase = (error: unknown) => error instanceof UnavailableError || error instanceof StorageFullError
 
 /**
  * Writes what session streams publish in multi-row inserts shared by every session: published
@@ -113,8 +116,8 @@ export class EventBatcher {
   }
 
   /**
-   * Writes a batch; after it failed `MAX_BATCH_FAILURES` times in a row with the database up (it
-   * refuses some rows), writes it stream by stream and drops the rows of a stream that still
+   * Writes a batch; after it failed `MAX_BATCH_FAILURES` times in a row with the database up and
+   * room on its disk (it refuses some rows), writes it stream by stream and drops the rows of a stream that still
    * fail, so one session's bad rows never stop every other session's events.
    */
   private async writeBatch(taken: { stream: SessionStream; events: SessionEvent[] }[]): Promise<void> {
@@ -127,8 +130,7 @@ export class EventBatcher {
       return
     } catch (error) {
       this.logger.error('could not write events; will retry', { count: batch.length, error: (error as Error).message })
-      // a database that does not answer refuses no row: its batches wait for it, however long
-      if (error instanceof UnavailableError || ++this.batchFailures < MAX_BATCH_FAILURES) throw error
+      if (waitsForTheDatabase(error) || ++this.batchFailures < MAX_BATCH_FAILURES) throw error
     }
     this.batchFailures = 0
     for (const { stream, events } of taken) {
@@ -136,7 +138,7 @@ export class EventBatcher {
         await this.events.append(events)
         stream.batchWritten(events)
       } catch (error) {
-        if (error instanceof UnavailableError) {
+        if (waitsForTheDatabase(error)) {
           stream.requeue(events)
           continue
         }

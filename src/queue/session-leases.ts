@@ -1,4 +1,4 @@
-import { UnavailableError } from '../domain/errors.js'
+import { StorageFullError, UnavailableError } from '../domain/errors.js'
 import type { Logger } from '../domain/logger.js'
 import type { DatabaseLink } from '../store/database-link.js'
 import type { SessionStore } from '../store/session-store.js'
@@ -119,8 +119,8 @@ export class SessionLeases {
       }
     } catch (error) {
       this.logger.error('could not renew session leases', { error: (error as Error).message })
-      // unreachable, the database takes no other instance's claim either: the runs go on here
-      if (error instanceof UnavailableError) return
+      // unreachable or full, the database takes no other instance's claim either: the runs go on here
+      if (error instanceof UnavailableError || error instanceof StorageFullError) return
       for (const held of working) if ((this.held.get(held) ?? 0) <= this.clock()) this.lose(held)
     }
   }

@@ -1,3 +1,4 @@
+import { StorageFullError } from '../domain/errors.js'
 import type { SessionEventData } from '../domain/events.js'
 import { advanceRun } from '../domain/lifecycles.js'
 import type { Logger } from '../domain/logger.js'
@@ -11,7 +12,7 @@ import type { RunLedger } from '../store/run-ledger.js'
 import type { RunStore } from '../store/run-store.js'
 import type { SessionHistory } from '../store/session-history.js'
 import { RecordJournal } from './record-journal.js'
-import { endEntry, newRunRecord } from './run-records.js'
+import { endEntry, endedRecord, newRunRecord, noRoomEnding } from './run-records.js'
 
 export interface RunRecorderDeps {
   runs: RunStore
@@ -92,7 +93,10 @@ export class RunRecorder {
   readonly logger: Logger
   private readonly heartbeat: NodeJS.Timeout
   private readonly journal: RecordJournal
-  private readonly onWriteError = (error: unknown) => this.logger.error('a run write failed', { error: (error as Error).message })
+  private readonly onWriteError = (error: unknown) => {
+    this.deps.database.failed(error)
+    this.logger.error('a run write failed', { error: (error as Error).message })
+  }
   private lastProgress = Date.now()
   /** While the run waits for tool results, it is not expected to make progress. */
   private awaitingResults = false
@@ -266,52 +270,23 @@ export class RunRecorder {
    * Ends the run: its terminal row, its entry's end, its history turn and its last events
    * (MESSAGE_CREATED, the entry's FINISHED, RUN_FINISHED) are written in one transaction and
    * only then published. A run a reaper ended first keeps the reaper's end. Through a database
-   * outage the end waits for the database to be back; a write that fails otherwise leaves the
+   * outage the end waits for the database to be back; with the disk full it ends FAILED
+   * (STORAGE_FULL, no history turn) once there is room; a write that fails otherwise leaves the
    * row live for the reaper, and the session moves on.
    */
   async finish(ending: RunEnding): Promise<RunRecord> {
     clearInterval(this.heartbeat)
     const { live: run, entry, deps } = this
-    const messages = await this.turnOf(ending)
-    // the live record shows the end only once it is written
-    const ended = { ...run }
-    advanceRun(ended, ending.status)
-    Object.assign(ended, {
-      terminalReason: ending.terminalReason,
-      errorCode: ending.errorCode,
-      errorMessage: ending.errorMessage,
-      finishedAt: now(),
-      inFlightSince: null,
-    } satisfies Partial<RunRecord>)
-    const endedEntry = endEntry({ ...entry }, ended, ending.unappliedSteerIds)
-    const events: SessionEventData[] = [
-      ...messages.map((message) => ({ type: 'MESSAGE_CREATED' as const, message })),
-      { type: 'QUEUE_ENTRY', kind: 'FINISHED', entry: endedEntry },
-      { type: 'RUN_FINISHED', run: ended },
-    ]
-    let final: RunRecord = ended
+    let final: RunRecord | null = null
     try {
       // the end writes the whole row: a row save still waiting would only delay it
       await this.journal.close()
-      const written = await inSpan('promptline.run.end', { 'promptline.run.status': ended.status }, () =>
-        this.session.stream.commit(run.id, events, (numbered, earlier) =>
-          deps.database.retried(() => deps.ledger.finish({ run: ended, entry: endedEntry, messages, events: numbered, earlier })),
-        ),
-      )
-      if (written) {
-        this.session.history.appended(messages)
-        deps.metrics.runFinished(ended)
-        this.logger.info('run finished', {
-          status: ended.status,
-          terminalReason: ended.terminalReason,
-          errorCode: ended.errorCode,
-          errorMessage: ended.errorMessage,
-          backendId: ended.backendId,
-          model: ended.model,
-          usage: ended.usage,
-          costUsd: ended.costUsd,
-        })
-      } else final = (await deps.runs.find(run.tenantId, run.id)) ?? ended
+      final = await this.writeEnd(ending, (write) => deps.database.retried(write)).catch((error: unknown) => {
+        if (!(error instanceof StorageFullError)) throw error
+        this.logger.error('no room to write the end of a run: it ends FAILED (STORAGE_FULL) once there is')
+        ending = noRoomEnding(ending)
+        return this.writeEnd(ending, (write) => deps.database.retriedUntilRoom(write))
+      })
     } catch (error) {
       this.logger.error('could not write the end of a run; the reaper will end it', { error: (error as Error).message })
       // the row save the end stood for, as the run still is (live, no call open): without it the
@@ -319,9 +294,35 @@ export class RunRecorder {
       const live = { ...run }
       this.journal.write(() => deps.runs.update(live)).catch(this.onWriteError)
     }
+    final ??= endedRecord(run, ending)
     Object.assign(run, final)
     endEntry(entry, final, ending.unappliedSteerIds)
     return { ...final }
+  }
+
+  /** Writes the end `ending` describes through `retry`; answers the run as stored (a reaper's end when one came first). */
+  private async writeEnd(ending: RunEnding, retry: <T>(write: () => Promise<T>) => Promise<T>): Promise<RunRecord> {
+    const { live: run, entry, deps } = this
+    const messages = await this.turnOf(ending)
+    // the live record shows the end only once it is written
+    const ended = endedRecord(run, ending)
+    const endedEntry = endEntry({ ...entry }, ended, ending.unappliedSteerIds)
+    const events: SessionEventData[] = [
+      ...messages.map((message) => ({ type: 'MESSAGE_CREATED' as const, message })),
+      { type: 'QUEUE_ENTRY', kind: 'FINISHED', entry: endedEntry },
+      { type: 'RUN_FINISHED', run: ended },
+    ]
+    const written = await inSpan('promptline.run.end', { 'promptline.run.status': ended.status }, () =>
+      this.session.stream.commit(run.id, events, (numbered, earlier) =>
+        retry(() => deps.ledger.finish({ run: ended, entry: endedEntry, messages, events: numbered, earlier })),
+      ),
+    )
+    if (!written) return (await deps.runs.find(run.tenantId, run.id)) ?? ended
+    this.session.history.appended(messages)
+    deps.metrics.runFinished(ended)
+    const { status, terminalReason, errorCode, errorMessage, backendId, model, usage, costUsd } = ended
+    this.logger.info('run finished', { status, terminalReason, errorCode, errorMessage, backendId, model, usage, costUsd })
+    return ended
   }
 
   private async turnOf({ history, transcript }: RunEnding): Promise<MessageRecord[]> {

@@ -1,8 +1,34 @@
 import { randomUUID } from 'node:crypto'
-import { advanceEntry, entryStatusOf, isTerminalEntry } from '../domain/lifecycles.js'
+import type { ErrorCode } from '../domain/errors.js'
+import { advanceEntry, advanceRun, entryStatusOf, isTerminalEntry } from '../domain/lifecycles.js'
 import type { QueueEntryRecord, RunRecord } from '../domain/records.js'
+import type { RunEnding } from './run-recorder.js'
 
 const now = () => new Date().toISOString()
+
+/** The run as `ending` ends it, before it is written. */
+export function endedRecord(run: Readonly<RunRecord>, ending: RunEnding): RunRecord {
+  const ended = { ...run }
+  advanceRun(ended, ending.status)
+  return Object.assign(ended, {
+    terminalReason: ending.terminalReason,
+    errorCode: ending.errorCode,
+    errorMessage: ending.errorMessage,
+    finishedAt: now(),
+    inFlightSince: null,
+  } satisfies Partial<RunRecord>)
+}
+
+/** How a run ends whose end found the disk full: FAILED, its answer kept on the row but not in the conversation. */
+export const noRoomEnding = (ending: RunEnding): RunEnding => ({
+  ...ending,
+  status: 'FAILED',
+  terminalReason: 'ERROR',
+  errorCode: 'STORAGE_FULL' satisfies ErrorCode,
+  errorMessage: 'the disk was full when the run ended; its answer is not in the conversation',
+  transcript: [],
+  history: 'NONE',
+})
 
 /** Moves an entry to the end that mirrors its run's. */
 export function endEntry(entry: QueueEntryRecord, run: RunRecord, unappliedSteerIds: string[]): QueueEntryRecord {

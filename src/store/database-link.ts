@@ -1,4 +1,4 @@
-import { UnavailableError } from '../domain/errors.js'
+import { StorageFullError, UnavailableError } from '../domain/errors.js'
 import type { Logger } from '../domain/logger.js'
 import { databaseUnavailable } from './errors.js'
 
@@ -10,12 +10,13 @@ const PROBE_MS = 1000
  * could not reach it find it. A write that must land (a run's start, its wait for tool results,
  * its end) goes through `retried` and waits out an outage; an admission is refused at once while
  * one lasts. Taking over another instance's sessions waits until the database has answered for
- * `steadyAfterMs` since an outage ended (`steady`): their holders could not renew their leases
- * or heartbeats either, and get that long to renew first.
+ * `steadyAfterMs` since an outage ended or a write found the disk full (`steady`): their holders
+ * could not renew their leases or heartbeats either, and get that long to renew first.
  */
 export class DatabaseLink {
   private downSince: number | null = null
-  private outageEnded = Number.NEGATIVE_INFINITY
+  /** When an outage last ended, or a write last found the disk full. */
+  private troubledAt = Number.NEGATIVE_INFINITY
   private readonly waiting = new Set<{ resolve: () => void; reject: () => void }>()
   private timer: NodeJS.Timeout | null = null
   private closed = false
@@ -30,9 +31,9 @@ export class DatabaseLink {
     return this.downSince === null
   }
 
-  /** Up, and for `steadyAfterMs` at least since the last outage ended. */
+  /** Up, and for `steadyAfterMs` at least since the last outage ended or a write found the disk full. */
   get steady(): boolean {
-    return this.up && Date.now() - this.outageEnded >= this.steadyAfterMs
+    return this.up && Date.now() - this.troubledAt >= this.steadyAfterMs
   }
 
   /** Throws UNAVAILABLE while the database does not answer: nothing may be acknowledged that cannot be written. */
@@ -46,27 +47,45 @@ export class DatabaseLink {
     this.timer.unref()
   }
 
-  /** Asks the database once, and marks it up or down by the answer. */
+  /** Asks the database once and marks it up or down by the answer; an answer lets waiting writes try again. */
   async probe(): Promise<void> {
     try {
       await this.ping()
-      this.reached()
     } catch (error) {
       if (error instanceof UnavailableError) this.lost()
+      return
     }
+    this.reached()
+    this.wake((waiter) => waiter.resolve())
+  }
+
+  /** A write failed: an unreachable database is an outage; a full disk keeps takeovers waiting. */
+  failed(error: unknown): void {
+    if (error instanceof UnavailableError) this.lost()
+    else if (error instanceof StorageFullError) this.troubledAt = Date.now()
   }
 
   /**
    * Runs `write`; each time it fails because the database cannot be reached, runs it again once
    * the database answers. Rejects with that failure once the link is closed (shutdown).
    */
-  async retried<T>(write: () => Promise<T>): Promise<T> {
+  retried<T>(write: () => Promise<T>): Promise<T> {
+    return this.retrying(write, (error) => error instanceof UnavailableError)
+  }
+
+  /** As `retried`, and also each second while the disk is full: for a write that must land once there is room. */
+  retriedUntilRoom<T>(write: () => Promise<T>): Promise<T> {
+    return this.retrying(write, (error) => error instanceof UnavailableError || error instanceof StorageFullError)
+  }
+
+  private async retrying<T>(write: () => Promise<T>, waitsOut: (error: unknown) => boolean): Promise<T> {
     for (;;) {
       try {
         return await write()
       } catch (error) {
-        if (!(error instanceof UnavailableError) || this.closed) throw error
-        this.lost()
+        if (!waitsOut(error) || this.closed) throw error
+        this.failed(error)
+        // the next probe that gets an answer wakes it
         await new Promise<void>((resolve, reject) => this.waiting.add({ resolve, reject: () => reject(error) }))
       }
     }
@@ -82,13 +101,12 @@ export class DatabaseLink {
 
   private reached(): void {
     if (this.downSince === null) return
-    this.outageEnded = Date.now()
+    this.troubledAt = Date.now()
     this.logger.info('the database is reachable again', {
       since: new Date(this.downSince).toISOString(),
-      downMs: this.outageEnded - this.downSince,
+      downMs: this.troubledAt - this.downSince,
     })
     this.downSince = null
-    this.wake((waiter) => waiter.resolve())
   }
 
   private wake(how: (waiter: { resolve: () => void; reject: () => void }) => void): void {
