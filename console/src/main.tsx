@@ -2,7 +2,7 @@ import { render } from 'preact'
 import { useMemo, useState } from 'preact/hooks'
 import { connect, needsKey, storedKey, storeKey } from './api.js'
 import { Backends } from './backends.js'
-import { useRoute } from './hooks.js'
+import { usePolled, useRoute } from './hooks.js'
 import { PromptDiff } from './prompt-diff.js'
 import { RunDetail } from './run-detail.js'
 import { SessionView } from './session-view.js'
@@ -25,6 +25,26 @@ function KeyForm({ onKey }: { onKey: (key: string) => void }) {
       </label>
       <button type="submit">Use key</button>
     </form>
+  )
+}
+
+/** Why the server takes no new work now, as `/readyz` says (a dependency away, draining), or null while it is ready. */
+async function unreadyReason(): Promise<string | null> {
+  const response = await fetch('/readyz').catch(() => null)
+  if (response === null) return 'the server does not answer'
+  if (response.ok) return null
+  const body = (await response.json().catch(() => ({}))) as { reason?: string }
+  return body.reason ?? `the server answers ${response.status}`
+}
+
+/** A banner while the server is not ready: what the operator sees during a Redis or database outage. */
+function ReadinessBanner() {
+  const { value: reason } = usePolled(unreadyReason, 2_000, [])
+  if (!reason) return null
+  return (
+    <p class="banner" role="alert">
+      Not ready: {reason}. Streams of the sessions this server holds go on; other work may answer UNAVAILABLE until it is back.
+    </p>
   )
 }
 
@@ -53,6 +73,7 @@ function App() {
           </button>
         )}
       </header>
+      <ReadinessBanner />
       {unauthenticated && <KeyForm onKey={useKey} />}
       <main>
         <Sessions client={client} selected={route.sessionId} onError={onError} />

@@ -1,4 +1,5 @@
 import type { ChildProcess } from 'node:child_process'
+import { randomBytes } from 'node:crypto'
 import { mkdirSync } from 'node:fs'
 import { createServer } from 'node:http'
 import type { AddressInfo } from 'node:net'
@@ -17,6 +18,7 @@ import { haveChromium, type LoopbackBrowser, launchLoopbackBrowser, NO_CHROMIUM 
 import { createTestDatabase } from '../helpers/databases.js'
 import { slow, waitForEntry, words } from '../helpers/flow.js'
 import { killHard, post, startServerProcess } from '../helpers/process.js'
+import { startOwnRedis } from '../helpers/redis-server.js'
 import { startTestServer, type TestServer } from '../helpers/server.js'
 
 /** Where the test keeps its screenshot (CI keeps the folder as an artifact). */
@@ -156,6 +158,28 @@ describe.skipIf(!haveChromium)(`the console in headless Chromium${haveChromium ?
     expect(asked.filter((url) => new URL(url).origin !== origin)).toEqual([])
     await page.close()
   })
+
+  it('shows a banner naming Redis while Redis is away, and takes it down once Redis is back', async () => {
+    const redis = await startOwnRedis()
+    const withRedis = await startTestServer({
+      provider: 'sqlite',
+      app: { redisUrl: redis.url, redisPrefix: `test-${randomBytes(6).toString('hex')}:` },
+    })
+    const page = await browser.context.newPage()
+    try {
+      await page.goto(`${withRedis.http.url}/console/`)
+      await expect.poll(() => page.getByTestId('backends').textContent(), { timeout: 15_000 }).toContain('fake')
+      expect(await page.getByRole('alert').count()).toBe(0)
+      await redis.stop()
+      await expect.poll(() => page.getByRole('alert').textContent(), { timeout: 15_000 }).toContain('redis does not answer')
+      await redis.start()
+      await expect.poll(() => page.getByRole('alert').count(), { timeout: 20_000 }).toBe(0)
+    } finally {
+      await page.close()
+      await withRedis.stop({ dropDatabase: true })
+      await redis.stop()
+    }
+  }, 60_000)
 
   it('follows its session across a kill -9 and restart of the server: the stream resumes and the queue stays live', async () => {
     const database = await createTestDatabase('sqlite')
