@@ -1,7 +1,7 @@
 import type { Prisma } from '@db/client'
 import type { PromptLabel, PromptLabelMove, SplitShare } from '../domain/prompt-labels.js'
 import type { Db } from './database.js'
-import { isUniqueViolation, driverChecked } from './errors.js'
+import { driverChecked, isUniqueViolation } from './errors.js'
 import { nullableJson } from './json-columns.js'
 
 const labelSelect = { promptId: true, name: true, version: true, split: true, updatedAt: true } satisfies Prisma.PromptLabelSelect

@@ -1,6 +1,6 @@
 import type { Prisma } from '@db/client'
 import type { Db } from './database.js'
-import { isUniqueViolation, driverChecked } from './errors.js'
+import { driverChecked, isUniqueViolation } from './errors.js'
 
 export interface PromptRow {
   tenantId: string
