@@ -121,12 +121,23 @@ function preparing(client: pg.PoolClient): PostgresPoolClient {
   return { query, release: (destroy?: boolean) => client.release(destroy) } as unknown as PostgresPoolClient
 }
 
+/**
+ * A pool whose connections' errors never end the process: when the server closes a connection (a
+ * restart, a dropped database), pg emits the error on the pool for an idle one and on the client
+ * for one checked out between statements (a transaction's); with no listener either would be
+ * thrown. The statement under way fails on its own, the pool drops the connection when it is
+ * released, and the next statement opens another.
+ */
+export function survivingPool(config: pg.PoolConfig): pg.Pool {
+  const pool = new pg.Pool(config)
+  pool.on('error', () => {})
+  pool.on('connect', (client) => client.on('error', () => {}))
+  return pool
+}
+
 /** Statements on a pool of their own on the PostgreSQL server; `destroy()` ends it. */
 export function postgresSql(connectionString: string): Sql {
-  const pool = new pg.Pool({ connectionString, types })
-  // an idle connection the server closed (a restart, a dropped database) leaves the pool by itself;
-  // without a listener its error would end the process. The next statement opens another.
-  pool.on('error', () => {})
+  const pool = survivingPool({ connectionString, types })
   const preparingPool: PostgresPool = { connect: async () => preparing(await driverChecked(pool.connect())), end: () => pool.end() }
   return new Kysely<DB>({ dialect: new PostgresDialect({ pool: preparingPool }) })
 }
