@@ -1,5 +1,5 @@
 import { FixedBuffer, Repeater } from '@repeaterjs/repeater'
-import { SubscriberTooSlowError } from '../domain/errors.js'
+import { SubscriberTooSlowError, UnavailableError } from '../domain/errors.js'
 import type { SessionEvent } from '../domain/events.js'
 import type { Logger } from '../domain/logger.js'
 import { type Metrics, NO_METRICS } from '../domain/metrics.js'
@@ -122,29 +122,45 @@ export class SessionEventBus {
         await push(event)
         if (until?.(event)) stop()
       }
+      /** The highest sequence of the session heard live, of any run: a jump past it means events were missed. */
+      let heard = 0
       /** Replays what the log and the holder have after `last` (`fromLog`), drains what arrived meanwhile, then goes live with no await in between. */
       const catchUp = async (fromLog: boolean) => {
         if (fromLog) for await (const event of this.replay(options, last)) await pushReplayed(event)
         while (arrived.length > 0) for (const event of arrived.splice(0)) if (event.sequence > last) await pushReplayed(event)
+        heard = Math.max(heard, last)
         replaying = false
       }
       const topic = sessionTopic(tenantId, sessionId)
-      const unlisten = this.fanout.listen('sessionEvents', topic, (event) => {
-        if (runId && event.runId !== runId) return
-        if (replaying) arrived.push(event)
-        else deliver(event)
-      })
-      // what other instances published while the fan-out was down never arrived: it is in the
-      // log, or in the holder's unwritten tail, asked once the subscription is in force again
-      // (a subscriber from "now" given nothing yet has no place to resume from)
-      const unrestored = this.fanout.onRestored(() => {
-        if (replaying) return
+      // what other instances published while the fan-out was down never arrived: it is in the log,
+      // or in the holder's unwritten tail, asked once the subscription is in force again (a
+      // subscriber from "now" given nothing yet has no place to resume from)
+      let askAgain: NodeJS.Timeout | undefined
+      const resume = () => {
         replaying = true
         const resumable = options.afterSequence !== null || last > 0
         this.fanout
           .heard('sessionEvents', topic)
           .then(() => catchUp(resumable))
-          .catch((error: unknown) => stop(error))
+          .catch((error: unknown) => {
+            // Redis may be back for listening before it is for asking the holder: ask again when it says
+            if (error instanceof UnavailableError) askAgain = setTimeout(resume, error.retryAfterMs)
+            else stop(error)
+          })
+      }
+      const unlisten = this.fanout.listen('sessionEvents', topic, (event) => {
+        // a sequence skipped: the fan-out lost events (Redis away), and may deliver later ones
+        // before it says it is back; a number a refused write left unused costs one read
+        const skipped = heard > 0 && event.sequence > heard + 1
+        heard = Math.max(heard, event.sequence)
+        const wanted = !runId || event.runId === runId
+        if (replaying || skipped) {
+          if (wanted) arrived.push(event)
+          if (!replaying) resume()
+        } else if (wanted) deliver(event)
+      })
+      const unrestored = this.fanout.onRestored(() => {
+        if (!replaying) resume()
       })
       try {
         await this.fanout.heard('sessionEvents', topic)
@@ -153,6 +169,7 @@ export class SessionEventBus {
         if (options.replayOnly) stop()
         await stop
       } finally {
+        clearTimeout(askAgain)
         unrestored()
         unlisten()
       }
