@@ -38,6 +38,7 @@ class NotOwner extends Error {}
 
 /** When a call that could not reach the session's holder may be asked again (ms). */
 const RETRY_AFTER_MS = 1000
+const READ_TIMEOUT_MS = 5_000
 
 /** Attempts at finding the session's owner before a call gives up. */
 const MAX_ATTEMPTS = 6
@@ -123,13 +124,16 @@ export class SessionRouter {
     }
   }
 
-  /** Answers read `op` where the session is held, or from the store when nobody holds it; takes no lease. */
+  /**
+   * Answers read `op` where the session is held, or from the store when nobody holds it; takes no
+   * lease. A holder answers a read at once: one that does not within `READ_TIMEOUT_MS` missed the
+   * call (its Redis connection was just back, say), and UNAVAILABLE says to ask again.
+   */
   async read<K extends SessionRead>(
     tenantId: string,
     sessionId: string,
     op: K,
     args: Parameters<SessionReads[K]>,
-    timeoutMs = 30_000,
   ): Promise<Awaited<ReturnType<SessionReads[K]>>> {
     let refused: string | null = null
     for (let attempt = 0; ; attempt++) {
@@ -138,7 +142,9 @@ export class SessionRouter {
       // an instance that just said it does not hold the session has let it lapse: all of it is written
       if (holder === null || holder === refused) return invoke<Awaited<ReturnType<SessionReads[K]>>>(this.stored, op, args)
       try {
-        return (await this.ask(holder, { tenantId, sessionId, op, args, read: true }, timeoutMs)) as Awaited<ReturnType<SessionReads[K]>>
+        return (await this.ask(holder, { tenantId, sessionId, op, args, read: true }, READ_TIMEOUT_MS)) as Awaited<
+          ReturnType<SessionReads[K]>
+        >
       } catch (error) {
         askAgainOrThrow(error, attempt)
         refused = holder
