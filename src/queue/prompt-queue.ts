@@ -188,6 +188,7 @@ export class PromptQueue {
       await this.writer.admit(actor, entry)
       return entry
     } catch (error) {
+      this.deps.database.failed(error)
       actor.outstanding.delete(entry.queueId)
       actor.admitted.delete(entry.queueId)
       actor.journals.delete(entry.queueId)

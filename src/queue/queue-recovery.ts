@@ -162,6 +162,7 @@ export class QueueRecovery {
       await this.adoptOrphans()
     } catch (error) {
       this.deps.logger.error('could not reap stale runs', { error: (error as Error).message })
+      this.deps.database.failed(error)
     }
   }
 

@@ -119,6 +119,7 @@ export class SessionLeases {
       }
     } catch (error) {
       this.logger.error('could not renew session leases', { error: (error as Error).message })
+      this.database.failed(error)
       // unreachable or full, the database takes no other instance's claim either: the runs go on here
       if (error instanceof UnavailableError || error instanceof StorageFullError) return
       for (const held of working) if ((this.held.get(held) ?? 0) <= this.clock()) this.lose(held)

@@ -241,7 +241,6 @@ export async function createApp(options: AppOptions, secrets: SecretLookup, logg
     const yoga = createPromptlineYoga({ schema, services, files: uploads, probes, logger, keys, limits, metrics, subscriptions })
     await router.start()
     await queue.recover()
-    database.start()
     ownership.start()
     webhooks.start()
     const flush = () => bus.flush()

@@ -6,12 +6,14 @@ import { databaseUnavailable } from './errors.js'
 const PROBE_MS = 1000
 
 /**
- * Whether the database answers this instance, as a probe every second and the statements that
- * could not reach it find it. A write that must land (a run's start, its wait for tool results,
- * its end) goes through `retried` and waits out an outage; an admission is refused at once while
- * one lasts. Taking over another instance's sessions waits until the database has answered for
- * `steadyAfterMs` since an outage ended or a write found the disk full (`steady`): their holders
- * could not renew their leases or heartbeats either, and get that long to renew first.
+ * Whether the database answers this instance. It learns that the database is away from a
+ * statement that could not reach it (a run's write, a lease renewal, the reaper's look), then
+ * probes every second until it answers; an idle server with a healthy database asks nothing. A
+ * write that must land (a run's start, its wait for tool results, its end) goes through
+ * `retried` and waits out an outage; an admission is refused at once while one lasts. Taking over
+ * another instance's sessions waits until the database has answered for `steadyAfterMs` since an
+ * outage ended or a write found the disk full (`steady`): their holders could not renew their
+ * leases or heartbeats either, and get that long to renew first.
  */
 export class DatabaseLink {
   private downSince: number | null = null
@@ -41,14 +43,8 @@ export class DatabaseLink {
     if (!this.up) throw databaseUnavailable()
   }
 
-  /** Probes every second until `close`. */
-  start(): void {
-    this.timer = setInterval(() => void this.probe(), PROBE_MS)
-    this.timer.unref()
-  }
-
   /** Asks the database once and marks it up or down by the answer; an answer lets waiting writes try again. */
-  async probe(): Promise<void> {
+  private async probe(): Promise<void> {
     try {
       await this.ping()
     } catch (error) {
@@ -57,6 +53,19 @@ export class DatabaseLink {
     }
     this.reached()
     this.wake((waiter) => waiter.resolve())
+    if (this.waiting.size === 0) this.stopProbing()
+  }
+
+  /** Probes every second while the database is away or a write waits for it. */
+  private probing(): void {
+    if (this.timer || this.closed) return
+    this.timer = setInterval(() => void this.probe(), PROBE_MS)
+    this.timer.unref()
+  }
+
+  private stopProbing(): void {
+    if (this.timer) clearInterval(this.timer)
+    this.timer = null
   }
 
   /** A write failed: an unreachable database is an outage; a full disk keeps takeovers waiting. */
@@ -86,7 +95,9 @@ export class DatabaseLink {
         if (!waitsOut(error) || this.closed) throw error
         this.failed(error)
         // the next probe that gets an answer wakes it
-        await new Promise<void>((resolve, reject) => this.waiting.add({ resolve, reject: () => reject(error) }))
+        const waited = new Promise<void>((resolve, reject) => this.waiting.add({ resolve, reject: () => reject(error) }))
+        this.probing()
+        await waited
       }
     }
   }
@@ -94,6 +105,7 @@ export class DatabaseLink {
   private lost(): void {
     if (this.downSince !== null || this.closed) return
     this.downSince = Date.now()
+    this.probing()
     this.logger.error('the database is unreachable; admissions answer UNAVAILABLE and writes wait until it is back', {
       since: new Date(this.downSince).toISOString(),
     })
@@ -118,8 +130,7 @@ export class DatabaseLink {
   /** Stops probing; writes waiting for the database fail with what stopped them. */
   close(): void {
     this.closed = true
-    if (this.timer) clearInterval(this.timer)
-    this.timer = null
+    this.stopProbing()
     this.wake((waiter) => waiter.reject())
   }
 }
