@@ -52,7 +52,7 @@ const UNREACHABLE_CODES = new Set([
 const UNREACHABLE_MESSAGES = /^(Connection terminated|Client has encountered a connection error|Client was closed)/
 
 /** Whether `error` says the database server could not be reached or dropped the connection. */
-export function isUnreachable(error: unknown): boolean {
+function isUnreachable(error: unknown): boolean {
   for (let at = error, depth = 0; typeof at === 'object' && at !== null && depth < 5; depth++) {
     const { code, message, meta, cause } = at as {
       code?: unknown
@@ -72,7 +72,7 @@ export function isUnreachable(error: unknown): boolean {
 const FULL_CODES = new Set(['SQLITE_FULL', 'ENOSPC', 'EDQUOT', '53100'])
 
 /** Whether `error` says the disk the database or the files are on has no room left. */
-export function isStorageFull(error: unknown): boolean {
+function isStorageFull(error: unknown): boolean {
   for (let at = error, depth = 0; typeof at === 'object' && at !== null && depth < 5; depth++) {
     const { code, meta, cause } = at as { code?: unknown; meta?: { driverAdapterError?: unknown }; cause?: unknown }
     if (FULL_CODES.has(String(code))) return true
@@ -84,7 +84,7 @@ export function isStorageFull(error: unknown): boolean {
 }
 
 /** What the store throws when there is no room for a write. */
-export const storageFull = () => new StorageFullError('the disk the server writes to is full; nothing was written')
+const storageFull = () => new StorageFullError('the disk the server writes to is full; nothing was written')
 
 /**
  * The statement's result, or the domain's error for what the driver said: UnavailableError when

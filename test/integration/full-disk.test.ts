@@ -5,7 +5,7 @@ import path from 'node:path'
 import Sqlite from 'better-sqlite3'
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest'
 import { CreateSessionDocument, EnqueuePromptDocument, RunDocument, RunPromptDocument, SessionDocument } from '../generated/graphql.js'
-import { waitForEntry } from '../helpers/flow.js'
+import { enqueue, waitForEntry } from '../helpers/flow.js'
 import { startTestServer, type TestServer } from '../helpers/server.js'
 
 const DISK_BYTES = 48 * 1024 * 1024
@@ -83,8 +83,11 @@ describe.skipIf(userInfo().uid !== 0)('a full disk under SQLite (a tmpfs the tes
 
   it('ends a run whose end finds the disk full FAILED with STORAGE_FULL, written once there is room, and goes on with the queue', async () => {
     // its large token comes a second after the disk is full
-    const enqueued = await enqueueLarge(`streaming ${LARGE_WORD}`, 1_000)
-    const queueId = (enqueued.data?.enqueuePrompt as { entry: { queueId: string } }).entry.queueId
+    const { queueId } = await enqueue(server, {
+      sessionId: 'disk',
+      input: `streaming ${LARGE_WORD}`,
+      overrides: { extra: { tokenDelayMs: 1_000 } },
+    })
     await waitForEntry(server, 'disk', queueId, ['RUNNING'])
     fillTheDisk()
     const next = await enqueueLarge('refused while full')
