@@ -1,5 +1,4 @@
 import { FixedBuffer, Repeater } from '@repeaterjs/repeater'
-import { SubscriberTooSlowError, UnavailableError } from '../domain/errors.js'
 import type { SessionEvent } from '../domain/events.js'
 import type { Logger } from '../domain/logger.js'
 import { type Metrics, NO_METRICS } from '../domain/metrics.js'
@@ -9,7 +8,8 @@ import { type Fanout, localFanout } from './deployment-pubsub.js'
 import { EventBatcher } from './event-batcher.js'
 import { LOG_PAGE, replayLog } from './event-log.js'
 import { SequenceAllocator, type SequenceSource } from './sequence-allocator.js'
-import { SessionStream, sessionTopic, type UnwrittenTail } from './session-stream.js'
+import { SessionStream, type UnwrittenTail } from './session-stream.js'
+import { SessionSubscriber, type SubscriberOptions } from './session-subscriber.js'
 
 export interface EventBusOptions {
   /**
@@ -100,80 +100,10 @@ export class SessionEventBus {
    * stored or waiting to be written, then live. `until` ends the stream after a matching event.
    */
   subscribe(options: SubscribeOptions): AsyncIterableIterator<SessionEvent> {
-    const { tenantId, sessionId, runId, until } = options
-    return new Repeater<SessionEvent>(async (push, stop) => {
-      let last = options.afterSequence ?? Number.MAX_SAFE_INTEGER
-      let replaying = true
-      const arrived: SessionEvent[] = []
-      const deliver = (event: SessionEvent) => {
-        if (event.sequence <= last) return
-        last = event.sequence
-        try {
-          void push(event)
-        } catch {
-          // its buffer and the pushes waiting behind it are full: what it holds is still
-          // delivered, then the error says where to resume
-          stop(new SubscriberTooSlowError(event.sequence - 1))
-        }
-        if (until?.(event)) stop()
-      }
-      const pushReplayed = async (event: SessionEvent) => {
-        last = event.sequence
-        await push(event)
-        if (until?.(event)) stop()
-      }
-      /** The highest sequence of the session heard live, of any run: a jump past it means events were missed. */
-      let heard = 0
-      /** Replays what the log and the holder have after `last` (`fromLog`), drains what arrived meanwhile, then goes live with no await in between. */
-      const catchUp = async (fromLog: boolean) => {
-        if (fromLog) for await (const event of this.replay(options, last)) await pushReplayed(event)
-        while (arrived.length > 0) for (const event of arrived.splice(0)) if (event.sequence > last) await pushReplayed(event)
-        heard = Math.max(heard, last)
-        replaying = false
-      }
-      const topic = sessionTopic(tenantId, sessionId)
-      // what other instances published while the fan-out was down never arrived: it is in the log,
-      // or in the holder's unwritten tail, asked once the subscription is in force again (a
-      // subscriber from "now" given nothing yet has no place to resume from)
-      let askAgain: NodeJS.Timeout | undefined
-      const resume = () => {
-        replaying = true
-        const resumable = options.afterSequence !== null || last > 0
-        this.fanout
-          .heard('sessionEvents', topic)
-          .then(() => catchUp(resumable))
-          .catch((error: unknown) => {
-            // Redis may be back for listening before it is for asking the holder: ask again when it says
-            if (error instanceof UnavailableError) askAgain = setTimeout(resume, error.retryAfterMs)
-            else stop(error)
-          })
-      }
-      const unlisten = this.fanout.listen('sessionEvents', topic, (event) => {
-        // a sequence skipped: the fan-out lost events (Redis away), and may deliver later ones
-        // before it says it is back; a number a refused write left unused costs one read
-        const skipped = heard > 0 && event.sequence > heard + 1
-        heard = Math.max(heard, event.sequence)
-        const wanted = !runId || event.runId === runId
-        if (replaying || skipped) {
-          if (wanted) arrived.push(event)
-          if (!replaying) resume()
-        } else if (wanted) deliver(event)
-      })
-      const unrestored = this.fanout.onRestored(() => {
-        if (!replaying) resume()
-      })
-      try {
-        await this.fanout.heard('sessionEvents', topic)
-        if (options.afterSequence === null) last = 0
-        await catchUp(options.afterSequence !== null)
-        if (options.replayOnly) stop()
-        await stop
-      } finally {
-        clearTimeout(askAgain)
-        unrestored()
-        unlisten()
-      }
-    }, new FixedBuffer(this.options.subscriberBuffer))
+    return new Repeater<SessionEvent>(
+      (push, stop) => new SessionSubscriber(options, push, stop, this.fanout, (after) => this.replay(options, after)).run(),
+      new FixedBuffer(this.options.subscriberBuffer),
+    )
   }
 
   /**
@@ -194,14 +124,7 @@ export class SessionEventBus {
   }
 }
 
-export interface SubscribeOptions {
-  tenantId: string
-  sessionId: string
-  runId?: string
-  afterSequence: number | null
-  until?: (event: SessionEvent) => boolean
-  /** End after the replay (for a run that has already ended). */
-  replayOnly?: boolean
+export interface SubscribeOptions extends SubscriberOptions {
   /**
    * The events the session's owner delivered after a sequence and has not written yet (asked of
    * it wherever it is); the rest of the stream is in the store or comes live.
