@@ -133,16 +133,7 @@ export class PromptQueue {
     this.admission.check(actor, requestBytes - (replacing?.requestBytes ?? 0), replacing ? 0 : 1)
 
     const fireAt = schedule ? new Date(Date.now() + schedule.debounceMs).toISOString() : null
-    if (replacing && schedule) {
-      // re-scheduling the same key before it fires replaces the prompt and restarts the debounce
-      this.admission.reserve(requestBytes - replacing.requestBytes, 0)
-      Object.assign(replacing, { request, requestBytes, fireAt })
-      actor.admitted.set(replacing.queueId, admitted)
-      this.drainer.schedule(actor, replacing, schedule.debounceMs)
-      await this.writer.write(actor, replacing)
-      this.writer.publish(actor, 'QUEUED', replacing)
-      return actor.viewOf(replacing)
-    }
+    if (replacing && schedule) return this.reschedule(actor, replacing, { request, requestBytes, fireAt }, admitted, schedule.debounceMs)
 
     const supersede = busy && (whenBusy === 'INTERRUPT' || whenBusy === 'ROLLBACK') && !schedule
     const entry: QueueEntryRecord = {
@@ -171,6 +162,23 @@ export class PromptQueue {
     if (supersede && actor.active) this.supervisor.supersede(actor.active, whenBusy === 'INTERRUPT')
     this.drainer.drain(actor)
     return actor.viewOf(entry)
+  }
+
+  /** Re-scheduling the same key before it fires replaces the prompt and restarts the debounce. */
+  private async reschedule(
+    actor: SessionActor,
+    replacing: QueueEntryRecord,
+    changes: Pick<QueueEntryRecord, 'request' | 'requestBytes' | 'fireAt'>,
+    admitted: AdmittedPrompt,
+    debounceMs: number,
+  ): Promise<QueueEntryView> {
+    this.admission.reserve(changes.requestBytes - replacing.requestBytes, 0)
+    Object.assign(replacing, changes)
+    actor.admitted.set(replacing.queueId, admitted)
+    this.drainer.schedule(actor, replacing, debounceMs)
+    await this.writer.write(actor, replacing)
+    this.writer.publish(actor, 'QUEUED', replacing)
+    return actor.viewOf(replacing)
   }
 
   /**
