@@ -5,7 +5,38 @@ import { type OwnPostgres, startOwnPostgres } from '../helpers/postgres-server.j
 import { type OwnRedis, startOwnRedis } from '../helpers/redis-server.js'
 
 const OUTAGE_MS = 5_000
-const outageOf = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms))
+
+/**
+ * Runs the load while `dependency` is stopped for 5 s and started again, then checks what every
+ * outage must leave: UNAVAILABLE the only refusal, /readyz 503 during and 200 after, every
+ * acknowledged admission run once, every subscriber given the log, both processes up, and each
+ * of them logging the outage (`lost`) and its end (`back`, with how long).
+ */
+async function throughAnOutage(
+  load: TwoInstancesUnderLoad,
+  dependency: { stop(): Promise<void>; start(): Promise<void> },
+  log: { lost: string; back: string },
+): Promise<void> {
+  const { readyDuring } = await load.run(async (during) => {
+    await dependency.stop()
+    const ready = await during()
+    await new Promise((resolve) => setTimeout(resolve, OUTAGE_MS))
+    await dependency.start()
+    return ready
+  })
+  expect(load.refusedDuring().length).toBeGreaterThan(0)
+  expect(new Set(load.refusedDuring())).toEqual(new Set(['UNAVAILABLE']))
+  expect(readyDuring).toEqual([503, 503])
+  await load.expectReady()
+  await load.expectEveryAdmissionRanOnce()
+  await load.expectSubscribersSawTheLog()
+  for (const instance of [load.a, load.b]) {
+    expect(instance.child.exitCode).toBeNull()
+    const lines = load.logOf(instance)
+    expect(lines.some((line) => line.message.startsWith(log.lost))).toBe(true)
+    expect(lines.find((line) => line.message === log.back)?.downMs).toBeGreaterThan(OUTAGE_MS / 2)
+  }
+}
 
 describe.skipIf(!process.env.REDIS_URL)('two instances under load while PostgreSQL stops for 5 s and starts again', () => {
   let postgres: OwnPostgres | undefined
@@ -18,26 +49,7 @@ describe.skipIf(!process.env.REDIS_URL)('two instances under load while PostgreS
   it('loses no acknowledged admission, ends every run once where it ran, writes what subscribers saw, and answers UNAVAILABLE meanwhile', async () => {
     postgres = await startOwnPostgres()
     load = await TwoInstancesUnderLoad.start(postgres.url, process.env.REDIS_URL!)
-    const { readyDuring } = await load.run(async (during) => {
-      await postgres!.stop()
-      const ready = await during()
-      await outageOf(OUTAGE_MS)
-      await postgres!.start()
-      return ready
-    })
-    expect(load.refusedDuring().length).toBeGreaterThan(0)
-    expect(new Set(load.refusedDuring())).toEqual(new Set(['UNAVAILABLE']))
-    expect(readyDuring).toEqual([503, 503])
-    await load.expectReady()
-    await load.expectEveryAdmissionRanOnce()
-    await load.expectSubscribersSawTheLog()
-    // neither process restarted, and each told its operators of the outage and its end
-    for (const instance of [load.a, load.b]) {
-      expect(instance.child.exitCode).toBeNull()
-      const lines = load.logOf(instance)
-      expect(lines.some((line) => line.message.startsWith('the database is unreachable'))).toBe(true)
-      expect(lines.find((line) => line.message === 'the database is reachable again')?.downMs).toBeGreaterThan(OUTAGE_MS / 2)
-    }
+    await throughAnOutage(load, postgres, { lost: 'the database is unreachable', back: 'the database is reachable again' })
   }, 120_000)
 })
 
@@ -51,29 +63,11 @@ describe.skipIf(!process.env.DATABASE_URL)('two instances under load while Redis
     await database?.drop()
   })
 
+  // admissions through the holder go on; through the other instance they are refused
   it('runs every acknowledged admission once, replays to every subscriber with no gap or duplicate, and answers UNAVAILABLE for the other instance meanwhile', async () => {
     redis = await startOwnRedis()
     database = await createTestDatabase('postgresql')
     load = await TwoInstancesUnderLoad.start(database.url, redis.url)
-    const { readyDuring } = await load.run(async (during) => {
-      await redis!.stop()
-      const ready = await during()
-      await outageOf(OUTAGE_MS)
-      await redis!.start()
-      return ready
-    })
-    // admissions through the holder go on; through the other instance they are refused
-    expect(load.refusedDuring().length).toBeGreaterThan(0)
-    expect(new Set(load.refusedDuring())).toEqual(new Set(['UNAVAILABLE']))
-    expect(readyDuring).toEqual([503, 503])
-    await load.expectReady()
-    await load.expectEveryAdmissionRanOnce()
-    await load.expectSubscribersSawTheLog()
-    for (const instance of [load.a, load.b]) {
-      expect(instance.child.exitCode).toBeNull()
-      const lines = load.logOf(instance)
-      expect(lines.some((line) => line.message.startsWith('redis is unreachable'))).toBe(true)
-      expect(lines.find((line) => line.message === 'redis is reachable again')?.downMs).toBeGreaterThan(OUTAGE_MS / 2)
-    }
+    await throughAnOutage(load, redis, { lost: 'redis is unreachable', back: 'redis is reachable again' })
   }, 120_000)
 })
