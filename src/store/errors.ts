@@ -51,8 +51,15 @@ const UNREACHABLE_CODES = new Set([
 // pg's own, with no code: a connection that ended under a query, or was ended before it
 const UNREACHABLE_MESSAGES = /^(Connection terminated|Client has encountered a connection error|Client was closed)/
 
-/** Whether `error` says the database server could not be reached or dropped the connection. */
-function isUnreachable(error: unknown): boolean {
+// no room: SQLite's, the file system's (PROMPTLINE_FILES_DIR), PostgreSQL's disk_full
+const FULL_CODES = new Set(['SQLITE_FULL', 'ENOSPC', 'EDQUOT', '53100'])
+
+/**
+ * What the drivers said, down `error`'s causes: each one's code and message, and where Prisma's
+ * adapter wrapped a driver's error, the adapter's kind and the driver's own code.
+ */
+function driverWords(error: unknown): unknown[] {
+  const words: unknown[] = []
   for (let at = error, depth = 0; typeof at === 'object' && at !== null && depth < 5; depth++) {
     const { code, message, meta, cause } = at as {
       code?: unknown
@@ -60,28 +67,25 @@ function isUnreachable(error: unknown): boolean {
       meta?: { driverAdapterError?: unknown }
       cause?: unknown
     }
-    if (UNREACHABLE_CODES.has(String(code)) || (typeof message === 'string' && UNREACHABLE_MESSAGES.test(message))) return true
-    const adapterCause = (meta?.driverAdapterError as { cause?: { kind?: unknown; code?: unknown } } | undefined)?.cause
-    if (UNREACHABLE_KINDS.has(String(adapterCause?.kind)) || UNREACHABLE_CODES.has(String(adapterCause?.code))) return true
+    const adapterCause = (meta?.driverAdapterError as { cause?: { kind?: unknown; code?: unknown; originalCode?: unknown } } | undefined)
+      ?.cause
+    words.push(code, message, adapterCause?.kind, adapterCause?.code, adapterCause?.originalCode)
     at = cause
   }
-  return false
+  return words
 }
 
-// no room: SQLite's, the file system's (PROMPTLINE_FILES_DIR), PostgreSQL's disk_full
-const FULL_CODES = new Set(['SQLITE_FULL', 'ENOSPC', 'EDQUOT', '53100'])
+/** Whether `error` says the database server could not be reached or dropped the connection. */
+const isUnreachable = (error: unknown) =>
+  driverWords(error).some(
+    (word) =>
+      UNREACHABLE_CODES.has(String(word)) ||
+      UNREACHABLE_KINDS.has(String(word)) ||
+      (typeof word === 'string' && UNREACHABLE_MESSAGES.test(word)),
+  )
 
 /** Whether `error` says the disk the database or the files are on has no room left. */
-function isStorageFull(error: unknown): boolean {
-  for (let at = error, depth = 0; typeof at === 'object' && at !== null && depth < 5; depth++) {
-    const { code, meta, cause } = at as { code?: unknown; meta?: { driverAdapterError?: unknown }; cause?: unknown }
-    if (FULL_CODES.has(String(code))) return true
-    const adapterCause = (meta?.driverAdapterError as { cause?: { originalCode?: unknown; code?: unknown } } | undefined)?.cause
-    if (FULL_CODES.has(String(adapterCause?.originalCode)) || FULL_CODES.has(String(adapterCause?.code))) return true
-    at = cause
-  }
-  return false
-}
+const isStorageFull = (error: unknown) => driverWords(error).some((word) => FULL_CODES.has(String(word)))
 
 /** What the store throws when there is no room for a write. */
 const storageFull = () => new StorageFullError('the disk the server writes to is full; nothing was written')
