@@ -1,3 +1,4 @@
+import type { KeyPolicy } from './api-keys.js'
 import { ID_PATTERN } from './definitions.js'
 import { sha256Hex } from './hash.js'
 
@@ -9,18 +10,28 @@ export type AccessRole = (typeof ACCESS_ROLES)[number]
 export interface Principal {
   tenantId: string
   role: AccessRole
-  /** Names the key in limits and logs without revealing it: a prefix of its sha256, or 'local'. */
+  /** Names the key in limits and logs without revealing it: a stored key's id, a prefix of a bootstrap key's sha256, or 'local'. */
   keyId: string
+  /** A stored key's limits, budget and allow-lists; null for bootstrap keys (PROMPTLINE_API_KEYS) and the local tenant. */
+  policy: KeyPolicy | null
+  /** When a stored key stops working (ISO); null when never. */
+  expiresAt: string | null
 }
 
 /** With no API keys configured, every caller is this one tenant, with every right. */
-export const LOCAL_PRINCIPAL: Principal = Object.freeze({ tenantId: 'local', role: 'admin', keyId: 'local' })
+export const LOCAL_PRINCIPAL: Principal = Object.freeze({
+  tenantId: 'local',
+  role: 'admin',
+  keyId: 'local',
+  policy: null,
+  expiresAt: null,
+})
 
 /** The key's id as recorded with what it did (a version saved, a label moved, a run); null where keys are off. */
 export const recordedKeyId = (principal: Principal): string | null => (principal.keyId === LOCAL_PRINCIPAL.keyId ? null : principal.keyId)
 
 /** A configured key: only its sha256 is kept, never the key. */
-export interface ApiKeyEntry extends Omit<Principal, 'keyId'> {
+export interface ApiKeyEntry extends Pick<Principal, 'tenantId' | 'role'> {
   sha256: string
 }
 

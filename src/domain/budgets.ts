@@ -1,3 +1,4 @@
+import type { BudgetPeriod } from './api-keys.js'
 import { ID_PATTERN } from './definitions.js'
 
 /** What a budget counts: admitted prompts, tokens in and out of finished runs, or their cost in USD. */
@@ -17,6 +18,17 @@ export interface BudgetUsage extends Budget {
   used: number
   /** When the current window ends and the count starts again (ISO). */
   resetsAt: string
+}
+
+/** A key's cost budget with its spend in the current window (USD). */
+export interface KeyBudgetUsage {
+  costUsd: number
+  period: BudgetPeriod
+  usedUsd: number
+  reservedUsd: number
+  remainingUsd: number
+  /** Null for TOTAL. */
+  resetsAt: string | null
 }
 
 const UNITS: Record<string, number> = { m: 60_000, h: 3_600_000, d: 86_400_000 }

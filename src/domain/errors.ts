@@ -205,15 +205,32 @@ export class ForbiddenError extends PromptlineError {
   readonly code = 'FORBIDDEN'
 }
 
-/** The tenant has spent a budget for the current window; nothing was admitted. */
+/** A budget (the tenant's, or the API key's) has no room for the prompt in its current window; nothing was admitted. */
 export class BudgetExceededError extends PromptlineError {
   readonly code = 'BUDGET_EXCEEDED'
   constructor(
     message: string,
-    /** Which budget: `runs`, `tokens` or `cost`. */
+    /** Which budget: the tenant's `runs`, `tokens` or `cost`, or the key's `keyCost`. */
     readonly budget: string,
-    /** When its window ends (ISO). */
-    readonly resetsAt: string,
+    /** When its window ends (ISO); null for a budget that never resets. */
+    readonly resetsAt: string | null,
+    /** What is left of it in the window, in its unit (USD for cost); null where not counted. */
+    readonly remaining: number | null = null,
+  ) {
+    super(message)
+  }
+}
+
+/** The limits a key may be refused by, besides its budget. */
+export type RateLimit = 'requestsPerMinute' | 'mutationsPerSecond' | 'tokensPerMinute' | 'subscriptions'
+
+/** A key passed one of its limits; it may try again after `retryAfterMs`. Nothing was done. */
+export class RateLimitedError extends PromptlineError {
+  readonly code = 'RATE_LIMITED'
+  constructor(
+    message: string,
+    readonly limit: RateLimit,
+    readonly retryAfterMs: number,
   ) {
     super(message)
   }

@@ -44,9 +44,6 @@ export interface RequestLimits {
   publicSchema: boolean
 }
 
-/** The window of the mutation rate limit; a refused key may try again within it. */
-export const RATE_LIMIT_WINDOW_MS = 1_000
-
 export const DEFAULT_REQUEST_LIMITS: RequestLimits = {
   maxDepth: 10,
   maxAliases: 15,

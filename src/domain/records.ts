@@ -89,6 +89,10 @@ export interface AdmissionFacts {
   keyId: string | null
   /** The versions the prompt's includes were resolved to; absent when it has none. */
   includes?: PromptInclude[]
+  /** The entry reserved its largest possible cost against cost budgets; its end settles that. */
+  budgetReserved?: true
+  /** The admitting key's tokens-per-minute limit: the run's tokens count against it as it ends. */
+  tokensPerMinute?: number
 }
 
 export interface SessionRecord {

@@ -1,4 +1,6 @@
 import { z } from 'zod'
+import { type Principal, recordedKeyId } from './access.js'
+import type { KeyPolicy } from './api-keys.js'
 import { contentPartSchema, toContentPart } from './content-parts.js'
 import { envNameSchema, idSchema, parseInput, responseCacheLayerSchema, settingsLayerSchema } from './definitions.js'
 import { boundedJsonObject } from './json-bounds.js'
@@ -90,10 +92,12 @@ export interface AdmissionInput {
   schedule: { key: string; debounceMs: number } | null
   /** The API key admitting it (its id), recorded on the run; null where keys are off. */
   keyId: string | null
+  /** That key's limits, budget and allow-lists; null for a bootstrap key or with keys off. */
+  policy: KeyPolicy | null
 }
 
 /** Parses an untrusted admission (`input.*`); a failure is an INVALID_REQUEST naming the field. */
-export function parseAdmission(input: Record<string, unknown>, keyId: string | null, scheduled = false): AdmissionInput {
+export function parseAdmission(input: Record<string, unknown>, principal: Principal, scheduled = false): AdmissionInput {
   const { sessionId, idempotencyKey, webhookUrl, ...rest } = input
   let request = rest
   let schedule: AdmissionInput['schedule'] = null
@@ -109,6 +113,7 @@ export function parseAdmission(input: Record<string, unknown>, keyId: string | n
     webhookUrl: webhookUrl == null ? null : parseInput(webhookUrlSchema, webhookUrl, 'input.webhookUrl'),
     request: parseRunRequest(request, 'input'),
     schedule,
-    keyId,
+    keyId: recordedKeyId(principal),
+    policy: principal.policy,
   }
 }

@@ -6,11 +6,14 @@ import type { Redis } from 'ioredis'
 import type { CatalogEvent } from '../domain/catalog.js'
 import type { SessionEvent } from '../domain/events.js'
 import type { Logger } from '../domain/logger.js'
+import { KeyCounters } from './key-counters.js'
 
 /** What goes through the deployment's pub/sub, by topic; a topic's id names whom it is for. */
 type DeploymentTopics = {
   /** A session's events, by `tenantId/sessionId`. */
   sessionEvents: [sessionKey: string, event: SessionEvent]
+  /** A stored API key changed (revoked, rotated, its limits), by its id: every instance forgets what it cached of it. */
+  keyChanges: [scope: 'all', change: { keyId: string; ended: boolean }]
   /** Changes to a tenant's catalog (new prompt versions, label moves), by tenant. */
   catalogEvents: [tenantId: string, event: CatalogEvent]
   /** Calls to a session's owner and their answers, by the instance they are for. */
@@ -79,6 +82,8 @@ export interface DeploymentLink {
   /** Whom session leases name and calls are addressed to. */
   readonly instanceId: string
   readonly fanout: Fanout
+  /** Per-key rate counters: in Redis, shared by every instance, or in memory. */
+  readonly counters: KeyCounters
   /** Whether a message sent now can reach the other instances (false while Redis is away). */
   readonly reachable: boolean
   ping(): Promise<void>
@@ -94,6 +99,7 @@ export class LocalLink implements DeploymentLink {
   constructor(
     readonly instanceId = 'local',
     readonly fanout = localFanout(),
+    readonly counters = KeyCounters.inMemory(),
   ) {}
 
   readonly reachable = true
@@ -115,6 +121,7 @@ export class RedisLink implements DeploymentLink {
   /** This process: a new id at every start, so a restarted instance never inherits a dead one's leases. */
   readonly instanceId = randomUUID()
   readonly fanout: Fanout
+  readonly counters: KeyCounters
   /** Set by `close`: the connections' ends are not outages. */
   private closing = false
 
@@ -125,6 +132,7 @@ export class RedisLink implements DeploymentLink {
     logger: Logger,
   ) {
     this.reportOutages(logger)
+    this.counters = KeyCounters.inRedis(publisher, `${prefix}limits:`)
     // the Redis target leaves a failed SUBSCRIBE unhandled (Redis away when a listener is added):
     // it is logged here instead, and the listener still hears this instance's session events
     const subscribing = {

@@ -1,9 +1,10 @@
 import type { QueueEntryEventKind } from '../domain/events.js'
 import type { Logger } from '../domain/logger.js'
-import type { QueueEntryRecord } from '../domain/records.js'
+import type { QueueEntryRecord, RunRecord } from '../domain/records.js'
 import { RecordJournal } from '../runner/record-journal.js'
 import type { QueueStore } from '../store/queue-store.js'
 import type { RunLedger } from '../store/run-ledger.js'
+import type { RunSettlement } from './run-settlement.js'
 import type { SessionActor } from './session-actor.js'
 
 export interface QueueEntryWriterDeps {
@@ -12,6 +13,7 @@ export interface QueueEntryWriterDeps {
   logger: Logger
   /** Terminal entries kept per session. */
   retainedTerminal: number
+  settlement: RunSettlement
 }
 
 /**
@@ -90,9 +92,10 @@ export class QueueEntryWriter {
     actor.journals.delete(entry.queueId)
   }
 
-  /** A terminal entry, already written: no longer outstanding, and old terminal entries pruned. */
-  retire(actor: SessionActor, entry: QueueEntryRecord): void {
+  /** A terminal entry, already written: no longer outstanding, settled with its budgets and key, and old terminal entries pruned. */
+  retire(actor: SessionActor, entry: QueueEntryRecord, run: RunRecord | null = null): void {
     this.leave(actor, entry)
+    this.deps.settlement.ended(entry, run)
     const { tenantId, sessionId } = actor
     const keep = this.deps.retainedTerminal
     // prune only when the count may be well over the limit (a tenth of slack), not once per run

@@ -22,6 +22,7 @@ import type { AdmittedPrompt } from '../runner/prepare.js'
 import type { RunExecutor } from '../runner/run-executor.js'
 import { RunStop } from '../runner/run-stop.js'
 import type { SubmittedResult } from '../runner/tool-rounds.js'
+import type { BudgetLedger } from '../store/budget-ledger.js'
 import type { DatabaseLink } from '../store/database-link.js'
 import type { EventStore } from '../store/event-store.js'
 import type { QueueStore } from '../store/queue-store.js'
@@ -35,6 +36,7 @@ import { QueueEntryWriter } from './entry-writer.js'
 import { IdempotentAdmissions } from './idempotent-admissions.js'
 import { QueueDrain } from './queue-drain.js'
 import { QueueRecovery } from './queue-recovery.js'
+import type { RunSettlement } from './run-settlement.js'
 import { RunSupervisor } from './run-supervisor.js'
 import type { SessionActor } from './session-actor.js'
 import { SessionActors } from './session-actors.js'
@@ -52,6 +54,8 @@ export interface AdmitRequest {
   schedule?: { key: string; debounceMs: number }
   /** A retry with the same key answers with the entry it first admitted. */
   idempotencyKey?: string | null
+  /** The new entry's id, when admission named it first (its budget reservation); else a new UUID. */
+  queueId?: string
 }
 
 export interface PromptQueueDeps {
@@ -73,6 +77,10 @@ export interface PromptQueueDeps {
   /** What time it is (ms since the epoch) where a time to live is judged. */
   clock: () => number
   sessionRows: SessionStore
+  /** Ended entries' reservations and tokens. */
+  settlement: RunSettlement
+  /** Reservations nobody settled, swept with each reap. */
+  budgets: BudgetLedger
 }
 
 const now = () => new Date().toISOString()
@@ -97,7 +105,13 @@ export class PromptQueue {
     const { bus, entries, ledger, logger, runs, limits, executor } = deps
     this.actors = new SessionActors(bus, entries, deps.sessionRows, (actor) => this.recovery.adopt(actor))
     this.admission = new AdmissionLimits(limits)
-    this.writer = new QueueEntryWriter({ entries, ledger, logger, retainedTerminal: limits.retainedTerminalPerSession })
+    this.writer = new QueueEntryWriter({
+      entries,
+      ledger,
+      logger,
+      retainedTerminal: limits.retainedTerminalPerSession,
+      settlement: deps.settlement,
+    })
     this.supervisor = new RunSupervisor({ executor, writer: this.writer, admission: this.admission, runs })
     this.idempotent = new IdempotentAdmissions(entries, limits.idempotencyTtlMs, deps.clock)
     this.drainer = new QueueDrain({
@@ -137,7 +151,7 @@ export class PromptQueue {
 
     const supersede = busy && (whenBusy === 'INTERRUPT' || whenBusy === 'ROLLBACK') && !schedule
     const entry: QueueEntryRecord = {
-      queueId: randomUUID(),
+      queueId: admission.queueId ?? randomUUID(),
       tenantId,
       sessionId,
       queueSequence: actor.nextQueueSequence++,
@@ -406,5 +420,6 @@ export class PromptQueue {
     this.drainer.stop()
     await this.recovery.stop()
     await this.supervisor.close(graceMs)
+    await this.deps.settlement.flush()
   }
 }

@@ -7,6 +7,7 @@ import type { QueueEntryRecord, RunRecord } from '../domain/records.js'
 import type { SessionEventBus } from '../events/event-bus.js'
 import type { SessionStream } from '../events/session-stream.js'
 import { endEntry } from '../runner/run-records.js'
+import type { BudgetLedger } from '../store/budget-ledger.js'
 import type { DatabaseLink } from '../store/database-link.js'
 import type { EventStore } from '../store/event-store.js'
 import type { QueueStore } from '../store/queue-store.js'
@@ -38,6 +39,8 @@ export interface QueueRecoveryDeps {
   logger: Logger
   metrics: Metrics
   times: DurabilityTimes
+  /** Budget reservations whose entry ended unsettled (its instance died, or it never ran) are settled by the reaper. */
+  budgets: BudgetLedger
 }
 
 const ENDS = {
@@ -143,7 +146,7 @@ export class QueueRecovery {
     return this.reaping
   }
 
-  /** One pass: up to 100 stale runs (the next pass takes the rest), then orphaned sessions. */
+  /** One pass: up to 100 stale runs (the next pass takes the rest), then orphaned sessions, then unsettled reservations. */
   private async reapStale(): Promise<void> {
     // after an outage, heartbeats and leases are stale because nobody could write them
     if (!this.deps.database.steady) return
@@ -160,6 +163,7 @@ export class QueueRecovery {
         if ((await this.end(run, 'STALE', guard, actor?.stream ?? null)) && actor?.unhold(run.id)) this.deps.drain.drain(actor)
       }
       await this.adoptOrphans()
+      await this.deps.budgets.sweep(guard.before)
     } catch (error) {
       this.deps.logger.error('could not reap stale runs', { error: (error as Error).message })
       this.deps.database.failed(error)

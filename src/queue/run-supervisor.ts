@@ -55,7 +55,7 @@ export class RunSupervisor {
     })
     // the run's end wrote and announced the entry's end with it
     const done = handle.finished.then((run) => {
-      if (isTerminalRun(run.status)) writer.retire(actor, entry)
+      if (isTerminalRun(run.status)) writer.retire(actor, entry, run)
       else writer.leave(actor, entry) // left waiting for tool results, for the session's next owner
       this.live.delete(run.id)
       this.ended(entry.queueId)

@@ -1,4 +1,5 @@
-import type { AccessRole } from '../domain/access.js'
+import type { Principal } from '../domain/access.js'
+import type { ApiKeyService } from '../services/api-key-service.js'
 import type { CatalogService } from '../services/catalog-service.js'
 import type { ReplayService } from '../services/replay-service.js'
 import type { RunService } from '../services/run-service.js'
@@ -12,15 +13,10 @@ export interface Services {
   sessions: SessionService
   usage: UsageService
   replays: ReplayService
+  keys: ApiKeyService
 }
 
-/** The one context type, for every request on every transport. */
-export interface Context {
-  /** The caller's tenant: every read and write is scoped to it. */
-  tenantId: string
-  /** What the caller's key may do. */
-  role: AccessRole
-  /** The caller's key, named without revealing it (rate limits count per key). */
-  keyId: string
+/** The one context type, for every request on every transport: the caller (every read and write is scoped to its tenant) and the services. */
+export interface Context extends Principal {
   services: Services
 }

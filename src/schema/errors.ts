@@ -12,6 +12,8 @@ import {
   PromptLoadError,
   PromptlineError,
   QueueFullError,
+  type RateLimit,
+  RateLimitedError,
   RenderError,
   SessionBusyError,
   SteerRejectedError,
@@ -19,7 +21,6 @@ import {
   ToolResultRejectedError,
   UnavailableError,
 } from '../domain/errors.js'
-import { RATE_LIMIT_WINDOW_MS } from '../domain/limits.js'
 import { builder } from './builder.js'
 import { describedValues } from './described.js'
 
@@ -36,8 +37,10 @@ export const ErrorCodeEnum = builder.enumType('ErrorCode', {
     CAPACITY: "The backend's capacity and its waiting line are full.",
     QUEUE_FULL: 'An admission limit was reached; nothing was queued.',
     SESSION_BUSY: 'The session is busy and whenBusy was REJECT.',
-    BUDGET_EXCEEDED: 'The tenant has used a budget (runs, tokens or cost) for the current window; nothing was queued.',
-    RATE_LIMITED: 'The key sent more mutations than its rate allows; extensions.retryAfterMs says within how long it may try again.',
+    BUDGET_EXCEEDED:
+      'A budget (the tenant’s runs, tokens or cost, or the API key’s cost) has no room for the prompt in its window; nothing was queued.',
+    RATE_LIMITED:
+      'The key passed one of its limits (extensions.limit: requests or mutations, tokens, subscriptions); extensions.retryAfterMs says within how long it may try again.',
     SUBSCRIBER_TOO_SLOW:
       'A subscription fell too far behind its stream and was ended; subscribe again with afterSequence set to extensions.lastSequence.',
     QUERY_TOO_COMPLEX:
@@ -107,11 +110,43 @@ builder.objectType(CapacityError, {
 
 builder.objectType(BudgetExceededError, {
   name: 'BudgetExceededError',
-  description: 'The tenant has used a budget for the current window; nothing was queued.',
+  description: 'A budget (the tenant’s, or the API key’s) has no room for the prompt in its current window; nothing was queued.',
   interfaces: [ErrorInterface],
   fields: (t) => ({
-    budget: t.exposeString('budget', { description: 'Which budget: runs, tokens or cost.' }),
-    resetsAt: t.field({ type: 'DateTime', description: 'When its window ends and admissions may go on.', resolve: (e) => e.resetsAt }),
+    budget: t.exposeString('budget', { description: 'Which budget: the tenant’s runs, tokens or cost, or keyCost (the API key’s).' }),
+    remaining: t.exposeFloat('remaining', {
+      nullable: true,
+      description: 'What is left of it in the window, in its unit (USD for cost and keyCost).',
+    }),
+    resetsAt: t.field({
+      type: 'DateTime',
+      nullable: true,
+      description: 'When its window ends and admissions may go on; null for a budget that never resets.',
+      resolve: (e) => e.resetsAt,
+    }),
+  }),
+})
+
+const RateLimitEnum = builder.enumType('RateLimit', {
+  description: 'Which limit refused.',
+  values: {
+    REQUESTS_PER_MINUTE: { value: 'requestsPerMinute' as RateLimit, description: 'The key’s own requests per minute.' },
+    MUTATIONS_PER_SECOND: {
+      value: 'mutationsPerSecond' as RateLimit,
+      description: 'The server’s mutations per second, for keys without limits of their own.',
+    },
+    TOKENS_PER_MINUTE: { value: 'tokensPerMinute' as RateLimit, description: 'The key’s tokens per minute, spent by its ended runs.' },
+    SUBSCRIPTIONS: { value: 'subscriptions' as RateLimit, description: 'Subscriptions a key may hold open at once.' },
+  },
+})
+
+builder.objectType(RateLimitedError, {
+  name: 'RateLimitedError',
+  description: 'The key passed one of its limits; nothing was done.',
+  interfaces: [ErrorInterface],
+  fields: (t) => ({
+    limit: t.field({ type: RateLimitEnum, description: 'Which limit.', resolve: (e) => e.limit }),
+    retryAfterMs: t.exposeInt('retryAfterMs', { description: 'When the key may try again, in milliseconds from now.' }),
   }),
 })
 
@@ -178,6 +213,12 @@ for (const [ErrorClass, description] of [
 }
 
 /**
+ * An error raised outside the schema's resolvers (a limit refused the operation, a revoked key
+ * ended a subscription), carried as its original error so masking gives it its code on every transport.
+ */
+export const operationError = (error: PromptlineError) => new GraphQLError(error.message, { originalError: error })
+
+/**
  * Yoga's `maskError`: a domain error keeps its message and gets its code in
  * `extensions.code`; anything unexpected is masked as INTERNAL with no detail.
  */
@@ -191,11 +232,8 @@ export function maskError(error: unknown): GraphQLError {
       ...(original.code === 'UNAUTHENTICATED' && { http: { status: 401 } }),
       ...(original instanceof SubscriberTooSlowError && { lastSequence: original.lastSequence }),
       ...(original instanceof UnavailableError && { retryAfterMs: original.retryAfterMs }),
+      ...(original instanceof RateLimitedError && { retryAfterMs: original.retryAfterMs, limit: original.limit }),
     })
-  }
-  // a limit of server/limits.ts refuses an operation with HTTP 429 and no code of its own
-  if (graphqlError && (graphqlError.extensions.http as { statusCode?: number } | undefined)?.statusCode === 429) {
-    return masked(graphqlError, graphqlError.message, { code: 'RATE_LIMITED' satisfies ErrorCode, retryAfterMs: RATE_LIMIT_WINDOW_MS })
   }
   // errors raised by GraphQL itself (syntax, variable coercion) are the client's to read
   if (graphqlError && (!graphqlError.originalError || graphqlError.originalError instanceof GraphQLError)) {

@@ -1,4 +1,11 @@
-import { BudgetExceededError, NotFoundError, QueueFullError, SessionBusyError, SteerRejectedError } from '../domain/errors.js'
+import {
+  BudgetExceededError,
+  NotFoundError,
+  QueueFullError,
+  RateLimitedError,
+  SessionBusyError,
+  SteerRejectedError,
+} from '../domain/errors.js'
 import type { EntryStatus, QueueEntryRecord, RunRecord, WhenBusy } from '../domain/records.js'
 import { type BuilderTypes, builder } from './builder.js'
 import { describedValues } from './described.js'
@@ -215,7 +222,14 @@ const SteerPromptPayload = builder.objectRef<{ steerId: string; queueId: string;
   }),
 })
 
-export const ADMISSION_ERRORS = [NotFoundError, QueueFullError, SessionBusyError, BudgetExceededError, ...PREPARATION_ERRORS]
+export const ADMISSION_ERRORS = [
+  NotFoundError,
+  QueueFullError,
+  SessionBusyError,
+  BudgetExceededError,
+  RateLimitedError,
+  ...PREPARATION_ERRORS,
+]
 
 builder.queryField('queueEntry', (t) =>
   t.field({

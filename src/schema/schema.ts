@@ -17,5 +17,6 @@ import './budget.js'
 import './usage-report.js'
 import './events.js'
 import './webhook.js'
+import './api-key.js'
 
 export const schema = builder.toSchema({ sortSchema: true })

@@ -28,14 +28,18 @@ import { FakeModelClient } from '../providers/fake-client.js'
 import type { ModelClient } from '../providers/model-client.js'
 import { OpenAIModelClient } from '../providers/openai-client.js'
 import { PromptQueue } from '../queue/prompt-queue.js'
+import { RunSettlement } from '../queue/run-settlement.js'
 import { SessionLeases } from '../queue/session-leases.js'
 import { PromptPreparer } from '../runner/prepare.js'
 import { RunExecutor } from '../runner/run-executor.js'
 import { type CoalescerOptions, CoalescerPacing } from '../runner/token-coalescer.js'
 import { schema } from '../schema/schema.js'
+import { ApiKeyService } from '../services/api-key-service.js'
 import { BudgetGuard } from '../services/budget-guard.js'
 import { CatalogService } from '../services/catalog-service.js'
 import { FileService } from '../services/file-service.js'
+import { KeyLimiter, type WithoutCounters } from '../services/key-limits.js'
+import { KeyRing } from '../services/key-ring.js'
 import { ReplayService } from '../services/replay-service.js'
 import { RunService } from '../services/run-service.js'
 import { SessionHost } from '../services/session-host.js'
@@ -46,9 +50,8 @@ import { UsageService } from '../services/usage-service.js'
 import { DatabaseLink } from '../store/database-link.js'
 import { SessionMemory } from '../store/session-memory.js'
 import { openStore, type Store } from '../store/store.js'
-import { ApiKeyRing } from './api-keys.js'
-import { OpenSubscriptions } from './limits.js'
 import { PrometheusMetrics } from './metrics.js'
+import { OpenSubscriptions } from './open-subscriptions.js'
 import { createPromptlineYoga, type PromptlineYoga } from './yoga.js'
 
 /** Everything the server runs, wired once. Its owner calls `close()`. */
@@ -57,7 +60,7 @@ export interface App {
   /** What one request may ask; http.ts applies the body size. */
   limits: RequestLimits
   /** The API keys callers authenticate with (HTTP in yoga's context, graphql-ws on connect). */
-  keys: ApiKeyRing
+  keys: KeyRing
   store: Store
   queue: PromptQueue
   /** Waits until every event published so far is written (for tests and shutdown). */
@@ -85,8 +88,10 @@ export interface AppOptions {
   requestLimits?: Partial<RequestLimits>
   /** Per-tenant budgets of runs, tokens and cost. */
   budgets?: readonly Budget[]
-  /** API keys and their tenants and roles; none: one local tenant. */
+  /** Bootstrap API keys and their tenants and roles (more are stored in the database); none: one local tenant. */
   apiKeys?: readonly ApiKeyEntry[] | null
+  /** What a key with limits of its own meets while Redis (its shared counters) is away: refused (default) or let through. */
+  limitsWithoutRedis?: WithoutCounters
   /** Environment variables any backend's key may be taken from, besides those each backend names. */
   credentialEnvAllowlist?: readonly string[]
   /** Labels only an admin key may move, besides `production`. */
@@ -183,10 +188,14 @@ export async function createApp(options: AppOptions, secrets: SecretLookup, logg
       database,
       clock: options.clock ?? Date.now,
       sessionRows: store.sessions,
+      settlement: new RunSettlement(store.budgets, link.counters, logger),
+      budgets: store.budgets,
     })
     const signers = new WebhookSigners(options.webhooks?.secrets ?? new Map())
     const budgets = new BudgetGuard(store, options.budgets ?? [])
-    const host = new SessionHost({ store, memory: sessionMemory, queue, preparer, budgets, signers, metrics })
+    const limits = { ...DEFAULT_REQUEST_LIMITS, ...options.requestLimits }
+    const limiter = new KeyLimiter(link.counters, limits.mutationsPerSecond, options.limitsWithoutRedis ?? 'deny')
+    const host = new SessionHost({ store, memory: sessionMemory, queue, preparer, budgets, limiter, signers, metrics })
     const router = new SessionRouter(ownership, link, logger, host, new StoredSessionReads(store))
     const webhooks = new WebhookDispatcher(
       store.webhooks,
@@ -195,6 +204,7 @@ export async function createApp(options: AppOptions, secrets: SecretLookup, logg
       logger,
       metrics,
     )
+    const keys = new KeyRing(options.apiKeys ?? null, store.apiKeys, link.fanout, logger, options.clock)
     const sessions = new SessionService(store, sessionMemory, catalog, queue, router, signers)
     const runs = new RunService(store, preparer, queue, bus, sessions, budgets, router)
     const services = {
@@ -206,10 +216,9 @@ export async function createApp(options: AppOptions, secrets: SecretLookup, logg
       runs,
       usage: new UsageService(store),
       replays: new ReplayService(store, sessions, runs),
+      keys: new ApiKeyService(store.apiKeys, keys, budgets),
     }
     const uploads = new FileService(store, { ...DEFAULT_FILE_LIMITS, ...options.files })
-    const keys = new ApiKeyRing(options.apiKeys ?? null)
-    const limits = { ...DEFAULT_REQUEST_LIMITS, ...options.requestLimits }
     let draining: Promise<void> | null = null
     const probes = {
       ping: () => store.ping(),
@@ -224,6 +233,7 @@ export async function createApp(options: AppOptions, secrets: SecretLookup, logg
       },
     }
     const subscriptions = new OpenSubscriptions()
+    keys.onEnded((keyId) => subscriptions.endKey(keyId, 'the API key was revoked'))
     metrics.readFrom({
       queueDepth: () => queue.depth,
       capacity: () => capacity.snapshots(),
@@ -238,7 +248,7 @@ export async function createApp(options: AppOptions, secrets: SecretLookup, logg
         return options.redisUrl ? [database, { dependency: 'redis', up: await answers(link!.ping()) }] : [database]
       },
     })
-    const yoga = createPromptlineYoga({ schema, services, files: uploads, probes, logger, keys, limits, metrics, subscriptions })
+    const yoga = createPromptlineYoga({ schema, services, files: uploads, probes, logger, keys, limiter, limits, metrics, subscriptions })
     await router.start()
     await queue.recover()
     ownership.start()
@@ -268,6 +278,7 @@ export async function createApp(options: AppOptions, secrets: SecretLookup, logg
           // posts under way are cut off; their deliveries stay due in the store for the next start or another instance
           await webhooks.close()
           router.close()
+          keys.close()
           await bus.close()
           await link!.close()
           await closeStore()

@@ -2,8 +2,9 @@ import { createServer, type Server } from 'node:http'
 import type { AddressInfo } from 'node:net'
 import { type DocumentNode, type ExecutionArgs, GraphQLError } from 'graphql'
 import { useServer } from 'graphql-ws/use/ws'
-import { WebSocketServer } from 'ws'
+import { type WebSocket, WebSocketServer } from 'ws'
 import type { Principal } from '../domain/access.js'
+import { PromptlineError } from '../domain/errors.js'
 import { maskError } from '../schema/errors.js'
 import type { App } from './app.js'
 import { batchFrames } from './frame-batching.js'
@@ -24,8 +25,11 @@ const DEFAULT_KEEP_ALIVE_MS = 65_000
 
 /** graphql-ws close code for a socket without a valid key (4403, its default on refusal, means forbidden). */
 const CLOSE_UNAUTHORIZED = 4401
+/** graphql-ws close code for a socket whose key was revoked while it was open. */
+const CLOSE_FORBIDDEN = 4403
 
-const isRateLimited = (error: GraphQLError) => (error.extensions?.http as { statusCode?: number } | undefined)?.statusCode === 429
+/** An error a plugin raised before the operation ran (a limit): yoga's masking has not seen it over WebSocket. */
+const unmasked = (error: GraphQLError) => error.originalError instanceof PromptlineError
 
 /** Execution args that carry yoga's enveloped execute/subscribe along to graphql-ws. */
 type EnvelopedArgs = ExecutionArgs & {
@@ -58,7 +62,7 @@ export async function startHttpServer(
   server.headersTimeout = keepAliveMs + 1000
   const wss = new WebSocketServer({ server, path: yoga.graphqlEndpoint, maxPayload: limits.maxBodyBytes })
   wss.on('connection', (ws, request) => batchFrames(ws, request.socket))
-  serveGraphqlWs(wss, yoga, keys)
+  const stopClosing = serveGraphqlWs(wss, yoga, keys)
 
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject)
@@ -72,6 +76,7 @@ export async function startHttpServer(
 
   let stopped: Promise<void> | null = null
   const stop = async () => {
+    stopClosing()
     for (const client of wss.clients) client.terminate()
     await new Promise<void>((resolve) => wss.close(() => resolve()))
     server.closeAllConnections()
@@ -85,28 +90,38 @@ export async function startHttpServer(
 
 /**
  * graphql-ws on `wss`, through `yoga.getEnveloped`, so both transports share plugins, masking and
- * the context factory; a socket is authenticated once, on connection_init.
+ * the context factory; a socket is authenticated once, on connection_init, and closed with 4403
+ * when its key is revoked. Answers a function that stops watching for revocations.
  */
-function serveGraphqlWs(wss: WebSocketServer, yoga: App['yoga'], keys: App['keys']): void {
+function serveGraphqlWs(wss: WebSocketServer, yoga: App['yoga'], keys: App['keys']): () => void {
   // a socket is authenticated once, on connection_init; its operations run as that principal
   const principals = new WeakMap<object, Principal>()
+  const socketsOfKey = new Map<string, Set<WebSocket>>()
+  const stopClosing = keys.onEnded((keyId) => {
+    for (const socket of socketsOfKey.get(keyId) ?? []) socket.close(CLOSE_FORBIDDEN, 'Forbidden: the API key was revoked')
+  })
   useServer(
     {
-      onConnect: (ctx) => {
-        const principal = keys.authenticate(ctx.connectionParams?.authorization)
+      onConnect: async (ctx) => {
+        const principal = await keys.authenticate(ctx.connectionParams?.authorization)
         if (!principal) {
           ctx.extra.socket.close(CLOSE_UNAUTHORIZED, 'Unauthorized: connectionParams.authorization needs a valid API key')
           return false
         }
-        principals.set(ctx.extra.socket, principal)
+        const socket = ctx.extra.socket
+        principals.set(socket, principal)
+        const sockets = socketsOfKey.get(principal.keyId) ?? new Set()
+        socketsOfKey.set(principal.keyId, sockets.add(socket))
+        socket.once('close', () => {
+          sockets.delete(socket)
+          if (sockets.size === 0 && socketsOfKey.get(principal.keyId) === sockets) socketsOfKey.delete(principal.keyId)
+        })
         return true
       },
       execute: (args) => (args as EnvelopedArgs).envelopedExecute(args) as never,
-      // an operation a plugin stopped before it ran (the rate limiter) skips yoga's masking over WebSocket
+      // an operation a plugin stopped before it ran (a limit) skips yoga's masking over WebSocket
       onNext: (_ctx, _id, _payload, _args, result) =>
-        result.errors?.some(isRateLimited)
-          ? { ...result, errors: result.errors.map((e) => (isRateLimited(e) ? maskError(e) : e)) }
-          : undefined,
+        result.errors?.some(unmasked) ? { ...result, errors: result.errors.map((e) => (unmasked(e) ? maskError(e) : e)) } : undefined,
       subscribe: (args) => (args as EnvelopedArgs).envelopedSubscribe(args) as never,
       onSubscribe: async (ctx, _id, payload) => {
         const { schema, execute, subscribe, contextFactory, parse, validate } = yoga.getEnveloped({
@@ -140,4 +155,5 @@ function serveGraphqlWs(wss: WebSocketServer, yoga: App['yoga'], keys: App['keys
     },
     wss,
   )
+  return stopClosing
 }

@@ -3,9 +3,12 @@ import { useCSRFPrevention } from '@graphql-yoga/plugin-csrf-prevention'
 import { useDisableIntrospection } from '@graphql-yoga/plugin-disable-introspection'
 import { type DocumentNode, type GraphQLError, getOperationAST, Kind, type SelectionSetNode } from 'graphql'
 import { createGraphQLError, type Plugin } from 'graphql-yoga'
-import RateLimiterMemory from 'rate-limiter-flexible/lib/RateLimiterMemory.js'
-import type { ErrorCode } from '../domain/errors.js'
-import { RATE_LIMIT_WINDOW_MS, type RequestLimits } from '../domain/limits.js'
+import type { Principal } from '../domain/access.js'
+import { type ErrorCode, RateLimitedError, UnavailableError } from '../domain/errors.js'
+import type { RequestLimits } from '../domain/limits.js'
+import { operationError } from '../schema/errors.js'
+import type { KeyLimiter } from '../services/key-limits.js'
+import { type OpenSubscriptions, useSubscriptionCap } from './open-subscriptions.js'
 
 /** A limit refused the document: the client's to fix, with its own code. */
 const tooComplex = (_ctx: unknown, error: GraphQLError) => {
@@ -32,28 +35,23 @@ const useParseOverflowGuard: Plugin = {
   },
 }
 
-/** An error that the transports report as RATE_LIMITED (maskError and http.ts know the marker). */
-const rateLimited = (message: string) => createGraphQLError(message, { extensions: { http: { statusCode: 429 } } })
-
 /**
- * Each key's mutations a second, counted per process (rate-limiter-flexible: one counter a key,
- * reset each window). Only the operation's kind and root fields are read: a read costs nothing
- * here, a mutation one counter update, whatever the document's size or the number of keys.
+ * Each key's mutations, counted on counters every instance shares (`KeyLimiter`): its own
+ * requests per minute, else the server's mutations per second. Only the operation's kind and
+ * root fields are read: a read costs nothing here, a mutation one counter update.
  */
-function useMutationRate(perSecond: number): Plugin {
-  const limiter = new RateLimiterMemory({ points: perSecond, duration: RATE_LIMIT_WINDOW_MS / 1000 })
-  const message = `this key sent more than ${perSecond} mutations in a second (PROMPTLINE_MUTATIONS_PER_SECOND)`
+function useMutationRate(limiter: KeyLimiter): Plugin {
   return {
     onExecute({ args, setResultAndStopExecution }) {
       const operation = getOperationAST(args.document, args.operationName)
       if (operation?.operation !== 'mutation') return
-      const keyId = (args.contextValue as { keyId?: string }).keyId ?? 'unknown'
-      return limiter.consume(keyId, rootFields(args.document, operation.selectionSet)).then(
+      const principal = args.contextValue as unknown as Principal
+      return limiter.countRequests(principal, rootFields(args.document, operation.selectionSet)).then(
         () => undefined,
         (refused: unknown) => {
-          if (refused instanceof Error) throw refused
-          // a refused operation runs none of its fields (maskError gives it RATE_LIMITED)
-          setResultAndStopExecution({ errors: [rateLimited(message)] })
+          if (!(refused instanceof RateLimitedError || refused instanceof UnavailableError)) throw refused
+          // a refused operation runs none of its fields
+          setResultAndStopExecution({ errors: [operationError(refused)] })
         },
       )
     },
@@ -75,50 +73,12 @@ function rootFields(document: DocumentNode, selectionSet: SelectionSetNode): num
   return count
 }
 
-/** The subscriptions open on this instance, per key (capped) and in all (a metric). */
-export class OpenSubscriptions {
-  readonly byKey = new Map<string, number>()
-  total = 0
-}
-
-/** At most `max` subscriptions open at once per key, on every transport; each one counts until it ends. */
-function useSubscriptionCap(max: number, open: OpenSubscriptions): Plugin {
-  const { byKey } = open
-  return {
-    onSubscribe({ args, setResultAndStopExecution }) {
-      const keyId = (args.contextValue as { keyId?: string }).keyId ?? 'unknown'
-      const count = byKey.get(keyId) ?? 0
-      if (count >= max) {
-        setResultAndStopExecution({
-          errors: [rateLimited(`this key already holds ${max} open subscriptions (PROMPTLINE_MAX_SUBSCRIPTIONS_PER_KEY)`)],
-        })
-        return
-      }
-      byKey.set(keyId, count + 1)
-      open.total++
-      let released = false
-      const release = () => {
-        if (released) return
-        released = true
-        open.total--
-        const left = (byKey.get(keyId) ?? 1) - 1
-        if (left > 0) byKey.set(keyId, left)
-        else byKey.delete(keyId)
-      }
-      return {
-        onSubscribeResult: ({ result }) => (Symbol.asyncIterator in Object(result) ? { onEnd: release } : release()),
-        onSubscribeError: release,
-      }
-    },
-  }
-}
-
 /**
  * GraphQL Armor (depth, aliases, directives, tokens, cost), Yoga's CSRF prevention (a browser's
  * "simple" request must carry a custom header; Authorization counts), and introspection only
  * when the schema is public.
  */
-export function requestLimitPlugins(limits: RequestLimits, subscriptions: OpenSubscriptions): Plugin[] {
+export function requestLimitPlugins(limits: RequestLimits, subscriptions: OpenSubscriptions, limiter: KeyLimiter): Plugin[] {
   const reject = { onReject: [tooComplex], propagateOnRejection: true, exposeLimits: true }
   return [
     EnvelopArmorPlugin({
@@ -130,7 +90,7 @@ export function requestLimitPlugins(limits: RequestLimits, subscriptions: OpenSu
       blockFieldSuggestion: { enabled: !limits.publicSchema },
     }) as Plugin,
     useParseOverflowGuard,
-    useMutationRate(limits.mutationsPerSecond),
+    useMutationRate(limiter),
     useSubscriptionCap(limits.subscriptionsPerKey, subscriptions),
     useCSRFPrevention({ requestHeaders: ['x-graphql-yoga-csrf', 'authorization'] }),
     ...(limits.publicSchema ? [] : [useDisableIntrospection() as Plugin]),

@@ -9,13 +9,15 @@ import type { Logger } from '../domain/logger.js'
 import type { Context, Services } from '../schema/context.js'
 import { maskError } from '../schema/errors.js'
 import type { FileService } from '../services/file-service.js'
-import type { ApiKeyRing } from './api-keys.js'
+import type { KeyLimiter } from '../services/key-limits.js'
+import type { KeyRing } from '../services/key-ring.js'
 import { useCompiledSubscriptions } from './compiled-subscriptions.js'
 import { useConsole } from './console.js'
 import { useFileUploads } from './files.js'
 import { GRAPHIQL_OPTIONS, renderSelfHostedGraphiQL } from './graphiql.js'
-import { type OpenSubscriptions, requestLimitPlugins } from './limits.js'
+import { requestLimitPlugins } from './limits.js'
 import type { PrometheusMetrics } from './metrics.js'
+import type { OpenSubscriptions } from './open-subscriptions.js'
 import { useRequestLog } from './request-log.js'
 
 /** Where graphql-sse clients connect, in either mode of the GraphQL-over-SSE protocol. */
@@ -75,7 +77,8 @@ export function createPromptlineYoga(options: {
   files: FileService
   probes: Probes
   logger: Logger
-  keys: ApiKeyRing
+  keys: KeyRing
+  limiter: KeyLimiter
   limits: RequestLimits
   metrics: PrometheusMetrics
   subscriptions: OpenSubscriptions
@@ -94,17 +97,17 @@ export function createPromptlineYoga(options: {
     // the unexpected ones at error, with their request id
     logging: { ...logger, error: logger.debug },
     // HTTP and SSE carry the key in a header; graphql-ws authenticated the socket and passes its principal
-    context: (initial: { request?: Request; principal?: Principal }): Context => {
-      const principal = initial.principal ?? options.keys.authenticate(initial.request?.headers.get('authorization'))
+    context: async (initial: { request?: Request; principal?: Principal }): Promise<Context> => {
+      const principal = initial.principal ?? (await options.keys.authenticate(initial.request?.headers.get('authorization')))
       if (!principal) throw new UnauthenticatedError('a valid API key is required: send Authorization: Bearer <key>')
-      return { tenantId: principal.tenantId, role: principal.role, keyId: principal.keyId, services }
+      return { ...principal, services }
     },
     plugins: [
       useProbes(options.probes, logger),
-      useFileUploads(options.files, options.keys),
+      useFileUploads(options.files, options.keys, options.limiter),
       useConsole(),
       useRequestLog(logger),
-      ...requestLimitPlugins(options.limits, options.subscriptions),
+      ...requestLimitPlugins(options.limits, options.subscriptions, options.limiter),
       // GET /metrics: promptline's series and Yoga's GraphQL operation series, one registry. The
       // schema deprecates nothing, so the deprecated-field count would walk every request's
       // document to count zeros (0.1 ms a request, measured)

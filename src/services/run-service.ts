@@ -1,5 +1,5 @@
 import { z } from 'zod'
-import { type Principal, recordedKeyId } from '../domain/access.js'
+import type { Principal } from '../domain/access.js'
 import type { BudgetUsage } from '../domain/budgets.js'
 import { idSchema, parseInput } from '../domain/definitions.js'
 import { NotFoundError } from '../domain/errors.js'
@@ -71,7 +71,7 @@ export class RunService {
     replayOf: string | null = null,
   ): Promise<QueueEntryRecord> {
     const { tenantId } = principal
-    const parsed = parseAdmission(input, recordedKeyId(principal))
+    const parsed = parseAdmission(input, principal)
     if (replayOf !== null) parsed.request.replayOf = replayOf
     return this.router.change(tenantId, parsed.sessionId, 'enqueue', [tenantId, parsed, whenBusy])
   }
@@ -85,13 +85,13 @@ export class RunService {
   ): Promise<{ entry: QueueEntryView; run: RunRecord | null }> {
     const { tenantId } = principal
     const waitMs = Math.min(Math.max(timeoutMs, 0), 3_600_000)
-    const parsed = parseAdmission(input, recordedKeyId(principal))
+    const parsed = parseAdmission(input, principal)
     return this.router.change(tenantId, parsed.sessionId, 'runPrompt', [tenantId, parsed, whenBusy, waitMs], waitMs + 30_000)
   }
 
   schedule(principal: Principal, input: Record<string, unknown>): Promise<QueueEntryRecord> {
     const { tenantId } = principal
-    const parsed = parseAdmission(input, recordedKeyId(principal), true)
+    const parsed = parseAdmission(input, principal, true)
     return this.router.change(tenantId, parsed.sessionId, 'enqueue', [tenantId, parsed, 'ENQUEUE'])
   }
 

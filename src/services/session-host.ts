@@ -1,4 +1,6 @@
-import { BudgetExceededError, NotFoundError, QueueFullError, SessionBusyError } from '../domain/errors.js'
+import { randomUUID } from 'node:crypto'
+import type { KeyPolicy } from '../domain/api-keys.js'
+import { BudgetExceededError, ForbiddenError, NotFoundError, QueueFullError, RateLimitedError, SessionBusyError } from '../domain/errors.js'
 import type { Metrics } from '../domain/metrics.js'
 import type { QueueEntryRecord, QueueEntryView, RunRecord, SessionStatus, WhenBusy } from '../domain/records.js'
 import type { AdmissionInput } from '../domain/run-request.js'
@@ -6,11 +8,13 @@ import { inSpan } from '../domain/tracing.js'
 import type { WebhookSigners } from '../domain/webhooks.js'
 import type { UnwrittenTail } from '../events/session-stream.js'
 import type { PromptQueue } from '../queue/prompt-queue.js'
-import type { PromptPreparer } from '../runner/prepare.js'
+import { costCeiling } from '../runner/cost-ceiling.js'
+import type { AdmittedPrompt, PromptPreparer } from '../runner/prepare.js'
 import type { SubmittedResult } from '../runner/tool-rounds.js'
 import type { SessionMemory } from '../store/session-memory.js'
 import type { Store } from '../store/store.js'
 import type { BudgetGuard } from './budget-guard.js'
+import type { KeyLimiter } from './key-limits.js'
 import type { SessionOperations } from './session-operations.js'
 
 export interface SessionHostDeps {
@@ -19,8 +23,20 @@ export interface SessionHostDeps {
   queue: PromptQueue
   preparer: PromptPreparer
   budgets: BudgetGuard
+  limiter: KeyLimiter
   signers: WebhookSigners
   metrics: Metrics
+}
+
+/** Throws ForbiddenError when the key may not run the admitted prompt or its profile. */
+function requireAllowed(policy: KeyPolicy | null, admitted: AdmittedPrompt): void {
+  if (policy?.allowedPrompts && !(admitted.prompt && policy.allowedPrompts.includes(admitted.prompt.id)))
+    throw new ForbiddenError(
+      admitted.prompt ? `this key may not run prompt '${admitted.prompt.id}'` : 'this key may run only its allowed prompts',
+    )
+  const profiles = [...(admitted.parallel?.flat() ?? admitted.candidates)].map((c) => c.profile.id)
+  const refused = policy?.allowedProfiles ? profiles.find((id) => !policy.allowedProfiles!.includes(id)) : undefined
+  if (refused) throw new ForbiddenError(`this key may not run profile '${refused}'`)
 }
 
 /** Why an admission was refused, as the metrics count it; null for any other failure. */
@@ -28,6 +44,7 @@ function refusalReason(error: unknown): string | null {
   if (error instanceof QueueFullError) return error.limit
   if (error instanceof SessionBusyError) return 'sessionBusy'
   if (error instanceof BudgetExceededError) return 'budget'
+  if (error instanceof RateLimitedError) return error.limit
   return null
 }
 
@@ -52,8 +69,8 @@ export class SessionHost implements SessionOperations {
   }
 
   private async admit(tenantId: string, input: AdmissionInput, whenBusy: WhenBusy): Promise<QueueEntryRecord> {
-    const { memory, queue, preparer, budgets, signers } = this.deps
-    const { sessionId, idempotencyKey, schedule } = input
+    const { memory, queue, preparer, budgets, signers, limiter } = this.deps
+    const { sessionId, idempotencyKey, schedule, keyId, policy } = input
     const session = await memory.find(tenantId, sessionId)
     if (!session) throw new NotFoundError('session', sessionId)
     const webhookUrl = input.webhookUrl ?? session.webhookUrl
@@ -61,15 +78,33 @@ export class SessionHost implements SessionOperations {
     // the session's webhook is copied into the entry, so the run's end finds it without the session
     const request = webhookUrl ? { ...input.request, webhookUrl } : input.request
     await budgets.check(tenantId)
+    await limiter.requireTokens(keyId, policy)
     const admitted = await preparer.admit(tenantId, sessionId, request)
+    requireAllowed(policy, admitted)
+    const queueId = randomUUID()
+    const ceiling = async () => costCeiling(admitted, await queue.messages(tenantId, sessionId))
+    const reserved = await budgets.reserve(tenantId, policy, keyId, queueId, ceiling)
+    const tokensPerMinute = policy?.limits?.tokensPerMinute
     const admission = {
       promptVersion: admitted.prompt?.version ?? null,
       promptLabel: admitted.promptLabel,
       splitBucket: admitted.splitBucket,
-      keyId: input.keyId,
+      keyId,
       ...(admitted.includes.list.length > 0 && { includes: admitted.includes.list }),
+      ...(reserved && { budgetReserved: true as const }),
+      ...(tokensPerMinute && { tokensPerMinute }),
     }
-    return queue.admit({ tenantId, sessionId, request, idempotencyKey, admitted, admission, whenBusy, ...(schedule && { schedule }) })
+    const entry = { tenantId, sessionId, request, idempotencyKey, admitted, admission, whenBusy, queueId, ...(schedule && { schedule }) }
+    if (!reserved) return queue.admit(entry)
+    try {
+      const admittedEntry = await queue.admit(entry)
+      // a retry answered with the entry it first admitted: that one holds its own reservation
+      if (admittedEntry.queueId !== queueId) await budgets.release(queueId)
+      return admittedEntry
+    } catch (error) {
+      await budgets.release(queueId)
+      throw error
+    }
   }
 
   /** Admits, then waits for the run to end or for `waitMs` (answering with the entry still running). */

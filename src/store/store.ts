@@ -1,3 +1,5 @@
+import { ApiKeyStore } from './api-key-store.js'
+import { BudgetLedger } from './budget-ledger.js'
 import { type Database, openDatabase } from './database.js'
 import { EventStore } from './event-store.js'
 import { FileStore } from './file-store.js'
@@ -28,6 +30,8 @@ export class Store {
   readonly usage: UsageReports
   readonly responseCache: ResponseCacheStore
   readonly files: FileStore
+  readonly apiKeys: ApiKeyStore
+  readonly budgets: BudgetLedger
 
   constructor(
     private readonly database: Database,
@@ -47,6 +51,8 @@ export class Store {
     this.responseCache = new ResponseCacheStore(database.db)
     this.files = new FileStore(database.db, filesDir)
     this.ledger = new RunLedger(database.sql, statements, this.webhooks)
+    this.apiKeys = new ApiKeyStore(database.db)
+    this.budgets = new BudgetLedger(database.sql)
   }
 
   get provider() {

@@ -1,0 +1,42 @@
+import type { Logger } from '../domain/logger.js'
+import type { QueueEntryRecord, RunRecord } from '../domain/records.js'
+import { type KeyCounters, TOKENS_PER_MINUTE } from '../events/key-counters.js'
+import type { BudgetLedger } from '../store/budget-ledger.js'
+
+/**
+ * What an ended entry owes its key and budgets: its reservation replaced by its run's cost, its
+ * run's tokens counted against its key's minute. Neither is on the token path; a failure is
+ * logged, and the sweep settles a reservation left over.
+ */
+export class RunSettlement {
+  private readonly pending = new Set<Promise<void>>()
+
+  constructor(
+    private readonly budgets: BudgetLedger,
+    private readonly counters: KeyCounters,
+    private readonly logger: Logger,
+  ) {}
+
+  /** Settles a terminal entry (with its run, when it ran); nobody waits for it but `flush`. */
+  ended(entry: QueueEntryRecord, run: RunRecord | null): void {
+    const facts = entry.request.admission
+    if (facts?.budgetReserved) this.track(this.budgets.settle(entry.queueId), 'a budget reservation could not be settled', entry)
+    const tokens = run?.usage ? run.usage.inputTokens + run.usage.outputTokens : 0
+    if (facts?.tokensPerMinute && facts.keyId && tokens > 0) {
+      const { name, windowMs } = TOKENS_PER_MINUTE
+      this.track(this.counters.debit(name, facts.keyId, tokens, facts.tokensPerMinute, windowMs), 'tokens could not be counted', entry)
+    }
+  }
+
+  /** Waits for every settlement under way (at shutdown, before the database closes). */
+  async flush(): Promise<void> {
+    await Promise.all(this.pending)
+  }
+
+  private track(work: Promise<void>, failure: string, entry: QueueEntryRecord): void {
+    const settled = work
+      .catch((error: Error) => this.logger.warn(failure, { queueId: entry.queueId, error: error.message }))
+      .finally(() => this.pending.delete(settled))
+    this.pending.add(settled)
+  }
+}
