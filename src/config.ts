@@ -48,6 +48,7 @@ const configSchema = z.object({
     .default('promptline:'),
   PROMPTLINE_CATALOG: z.string().min(1).default(path.join(PROJECT_ROOT, 'catalog')),
   PROMPTLINE_API_KEYS: parsedWith(parseApiKeys).optional(),
+  PROMPTLINE_LIMITS_WITHOUT_REDIS: z.enum(['deny', 'allow']).default('deny'),
   PROMPTLINE_ALLOW_OPEN: z.enum(['0', '1']).default('0'),
   PROMPTLINE_BUDGETS: parsedWith(parseBudgets).optional(),
   PROMPTLINE_PUBLIC_SCHEMA: z.enum(['0', '1']).default('1'),
@@ -119,6 +120,8 @@ export interface Config {
   requestLimits: RequestLimits
   /** Per-tenant budgets; none when unset. */
   budgets: Budget[]
+  /** What a key with limits of its own meets while Redis is away: refused, or let through. */
+  limitsWithoutRedis: 'deny' | 'allow'
   coalescer: CoalescerOptions
   /** Entries each tenant keeps in the exact response cache. */
   responseCacheMaxEntries: number
@@ -177,6 +180,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     catalogDir: path.resolve(c.PROMPTLINE_CATALOG),
     apiKeys,
     budgets: c.PROMPTLINE_BUDGETS ?? [],
+    limitsWithoutRedis: c.PROMPTLINE_LIMITS_WITHOUT_REDIS,
     requestLimits: {
       maxDepth: c.PROMPTLINE_MAX_DEPTH,
       maxAliases: c.PROMPTLINE_MAX_ALIASES,

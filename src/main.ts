@@ -36,6 +36,7 @@ async function main(): Promise<void> {
       apiKeys: config.apiKeys,
       requestLimits: config.requestLimits,
       budgets: config.budgets,
+      limitsWithoutRedis: config.limitsWithoutRedis,
       webhooks: config.webhooks,
     },
     (name) => process.env[name],

@@ -212,10 +212,7 @@ for (const [ErrorClass, description] of [
   builder.objectType(ErrorClass, { name: ErrorClass.name, description, interfaces: [ErrorInterface] })
 }
 
-/**
- * An error raised outside the schema's resolvers (a limit refused the operation, a revoked key
- * ended a subscription), carried as its original error so masking gives it its code on every transport.
- */
+/** An error raised outside the schema's resolvers (a limit refused the operation, a revoked key ended a subscription), for `maskError`. */
 export const operationError = (error: PromptlineError) => new GraphQLError(error.message, { originalError: error })
 
 /**

@@ -4,7 +4,6 @@ import { type DocumentNode, type ExecutionArgs, GraphQLError } from 'graphql'
 import { useServer } from 'graphql-ws/use/ws'
 import { type WebSocket, WebSocketServer } from 'ws'
 import type { Principal } from '../domain/access.js'
-import { PromptlineError } from '../domain/errors.js'
 import { maskError } from '../schema/errors.js'
 import type { App } from './app.js'
 import { batchFrames } from './frame-batching.js'
@@ -27,9 +26,6 @@ const DEFAULT_KEEP_ALIVE_MS = 65_000
 const CLOSE_UNAUTHORIZED = 4401
 /** graphql-ws close code for a socket whose key was revoked while it was open. */
 const CLOSE_FORBIDDEN = 4403
-
-/** An error a plugin raised before the operation ran (a limit): yoga's masking has not seen it over WebSocket. */
-const unmasked = (error: GraphQLError) => error.originalError instanceof PromptlineError
 
 /** Execution args that carry yoga's enveloped execute/subscribe along to graphql-ws. */
 type EnvelopedArgs = ExecutionArgs & {
@@ -119,9 +115,6 @@ function serveGraphqlWs(wss: WebSocketServer, yoga: App['yoga'], keys: App['keys
         return true
       },
       execute: (args) => (args as EnvelopedArgs).envelopedExecute(args) as never,
-      // an operation a plugin stopped before it ran (a limit) skips yoga's masking over WebSocket
-      onNext: (_ctx, _id, _payload, _args, result) =>
-        result.errors?.some(unmasked) ? { ...result, errors: result.errors.map((e) => (unmasked(e) ? maskError(e) : e)) } : undefined,
       subscribe: (args) => (args as EnvelopedArgs).envelopedSubscribe(args) as never,
       onSubscribe: async (ctx, _id, payload) => {
         const { schema, execute, subscribe, contextFactory, parse, validate } = yoga.getEnveloped({

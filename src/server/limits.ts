@@ -6,7 +6,7 @@ import { createGraphQLError, type Plugin } from 'graphql-yoga'
 import type { Principal } from '../domain/access.js'
 import { type ErrorCode, RateLimitedError, UnavailableError } from '../domain/errors.js'
 import type { RequestLimits } from '../domain/limits.js'
-import { operationError } from '../schema/errors.js'
+import { maskError, operationError } from '../schema/errors.js'
 import type { KeyLimiter } from '../services/key-limits.js'
 import { type OpenSubscriptions, useSubscriptionCap } from './open-subscriptions.js'
 
@@ -50,8 +50,8 @@ function useMutationRate(limiter: KeyLimiter): Plugin {
         () => undefined,
         (refused: unknown) => {
           if (!(refused instanceof RateLimitedError || refused instanceof UnavailableError)) throw refused
-          // a refused operation runs none of its fields
-          setResultAndStopExecution({ errors: [operationError(refused)] })
+          // a refused operation runs none of its fields; a result set here skips yoga's masking, so it is masked here
+          setResultAndStopExecution({ errors: [maskError(operationError(refused))] })
         },
       )
     },

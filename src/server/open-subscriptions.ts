@@ -2,7 +2,7 @@ import type { ExecutionResult } from 'graphql'
 import type { Plugin } from 'graphql-yoga'
 import type { Principal } from '../domain/access.js'
 import { ForbiddenError, type PromptlineError, RateLimitedError } from '../domain/errors.js'
-import { operationError } from '../schema/errors.js'
+import { maskError, operationError } from '../schema/errors.js'
 
 /** When a key at its subscription cap may try again: a guess, since it depends on its own subscriptions ending. */
 const SUBSCRIPTION_RETRY_MS = 1_000
@@ -67,7 +67,9 @@ export function useSubscriptionCap(max: number, open: OpenSubscriptions): Plugin
       const ends = byKey.get(keyId) ?? new Set()
       if (ends.size >= max) {
         const message = `this key already holds ${max} open subscriptions (PROMPTLINE_MAX_SUBSCRIPTIONS_PER_KEY)`
-        setResultAndStopExecution({ errors: [operationError(new RateLimitedError(message, 'subscriptions', SUBSCRIPTION_RETRY_MS))] })
+        setResultAndStopExecution({
+          errors: [maskError(operationError(new RateLimitedError(message, 'subscriptions', SUBSCRIPTION_RETRY_MS)))],
+        })
         return
       }
       byKey.set(keyId, ends)

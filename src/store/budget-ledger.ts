@@ -79,7 +79,9 @@ export class BudgetLedger {
       if (numDeletedRows === 0n) return
       const run = await tx.selectFrom('Run').select('costUsd').where('queueId', '=', queueId).executeTakeFirst()
       const cost = Math.round((run?.costUsd ?? 0) * NANO_PER_USD)
-      for (const w of parsedColumn(windowsColumn, held.windows, 'BudgetReservation.windows', queueId)) {
+      // PostgreSQL's driver parses JSON; SQLite answers its text
+      const windows = typeof held.windows === 'string' ? JSON.parse(held.windows) : held.windows
+      for (const w of parsedColumn(windowsColumn, windows, 'BudgetReservation.windows', queueId)) {
         await tx
           .updateTable('BudgetWindow')
           .set((eb) => ({
