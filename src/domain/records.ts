@@ -93,6 +93,8 @@ export interface AdmissionFacts {
   budgetReserved?: true
   /** The admitting key's tokens-per-minute limit: the run's tokens count against it as it ends. */
   tokensPerMinute?: number
+  /** The admitting key's concurrentRuns: the run starts once it holds one of the key's slots. */
+  concurrentRuns?: number
 }
 
 export interface SessionRecord {

@@ -7,6 +7,7 @@ import type { CatalogEvent } from '../domain/catalog.js'
 import type { SessionEvent } from '../domain/events.js'
 import type { Logger } from '../domain/logger.js'
 import { KeyCounters } from './key-counters.js'
+import { RunSlots } from './run-slots.js'
 
 /** What goes through the deployment's pub/sub, by topic; a topic's id names whom it is for. */
 type DeploymentTopics = {
@@ -14,6 +15,8 @@ type DeploymentTopics = {
   sessionEvents: [sessionKey: string, event: SessionEvent]
   /** A stored API key changed (revoked, rotated, its limits), by its id: every instance forgets what it cached of it. */
   keyChanges: [scope: 'all', change: { keyId: string; ended: boolean }]
+  /** A key's run slot was given back, by the key's id: its waiters ask again. */
+  slotsFreed: [keyId: string, holder: string]
   /** Changes to a tenant's catalog (new prompt versions, label moves), by tenant. */
   catalogEvents: [tenantId: string, event: CatalogEvent]
   /** Calls to a session's owner and their answers, by the instance they are for. */
@@ -84,6 +87,8 @@ export interface DeploymentLink {
   readonly fanout: Fanout
   /** Per-key rate counters: in Redis, shared by every instance, or in memory. */
   readonly counters: KeyCounters
+  /** Per-key run slots (concurrentRuns) that lapse `ttlMs` after their holder stops renewing them. */
+  runSlots(ttlMs: number): RunSlots
   /** Whether a message sent now can reach the other instances (false while Redis is away). */
   readonly reachable: boolean
   ping(): Promise<void>
@@ -103,6 +108,13 @@ export class LocalLink implements DeploymentLink {
   ) {}
 
   readonly reachable = true
+  private slots: RunSlots | null = null
+
+  /** One set of slots per link, so apps sharing the link share them. */
+  runSlots(ttlMs: number): RunSlots {
+    this.slots ??= RunSlots.inMemory(this.fanout, ttlMs)
+    return this.slots
+  }
 
   async ping(): Promise<void> {}
 
@@ -122,6 +134,7 @@ export class RedisLink implements DeploymentLink {
   readonly instanceId = randomUUID()
   readonly fanout: Fanout
   readonly counters: KeyCounters
+  private readonly prefix: string
   /** Set by `close`: the connections' ends are not outages. */
   private closing = false
 
@@ -133,6 +146,7 @@ export class RedisLink implements DeploymentLink {
   ) {
     this.reportOutages(logger)
     this.counters = KeyCounters.inRedis(publisher, `${prefix}limits:`)
+    this.prefix = prefix
     // the Redis target leaves a failed SUBSCRIBE unhandled (Redis away when a listener is added):
     // it is logged here instead, and the listener still hears this instance's session events
     const subscribing = {
@@ -208,6 +222,10 @@ export class RedisLink implements DeploymentLink {
       logger.info('redis is reachable again', { since: new Date(downSince).toISOString(), downMs: Date.now() - downSince })
       downSince = null
     })
+  }
+
+  runSlots(ttlMs: number): RunSlots {
+    return RunSlots.inRedis(this.publisher, `${this.prefix}slots:`, this.fanout, ttlMs)
   }
 
   /** Loads ioredis only here: a single instance without Redis never needs it. */

@@ -88,6 +88,7 @@ export class QueueEntryWriter {
 
   /** An entry this instance lets go of, its writes landed: the session's next owner takes it up. */
   leave(actor: SessionActor, entry: QueueEntryRecord): void {
+    this.deps.settlement.left(entry)
     actor.outstanding.delete(entry.queueId)
     actor.journals.delete(entry.queueId)
   }

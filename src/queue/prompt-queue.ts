@@ -17,6 +17,7 @@ import type {
   WhenBusy,
 } from '../domain/records.js'
 import type { SessionEventBus } from '../events/event-bus.js'
+import type { RunSlots } from '../events/run-slots.js'
 import { NOTHING_UNWRITTEN, type UnwrittenTail } from '../events/session-stream.js'
 import type { AdmittedPrompt } from '../runner/prepare.js'
 import type { RunExecutor } from '../runner/run-executor.js'
@@ -81,6 +82,8 @@ export interface PromptQueueDeps {
   settlement: RunSettlement
   /** Reservations nobody settled, swept with each reap. */
   budgets: BudgetLedger
+  /** Run slots of keys with concurrentRuns. */
+  slots: RunSlots
 }
 
 const now = () => new Date().toISOString()
@@ -119,6 +122,8 @@ export class PromptQueue {
       writer: this.writer,
       admission: this.admission,
       scheduler: new DebounceScheduler(),
+      slots: deps.slots,
+      logger,
     })
     this.recovery = new QueueRecovery({ ...deps, actors: this.actors, admission: this.admission, drain: this.drainer })
   }

@@ -1,5 +1,7 @@
 import { advanceEntry } from '../domain/lifecycles.js'
+import type { Logger } from '../domain/logger.js'
 import type { QueueEntryRecord, RunRecord } from '../domain/records.js'
+import type { RunSlots } from '../events/run-slots.js'
 import type { AdmissionLimits } from './admission-limits.js'
 import type { DebounceScheduler } from './debounce-scheduler.js'
 import type { QueueEntryWriter } from './entry-writer.js'
@@ -11,6 +13,9 @@ export interface QueueDrainDeps {
   writer: QueueEntryWriter
   admission: AdmissionLimits
   scheduler: DebounceScheduler
+  /** Run slots of keys with concurrentRuns, shared by every instance. */
+  slots: RunSlots
+  logger: Logger
 }
 
 /**
@@ -23,12 +28,40 @@ export class QueueDrain {
 
   constructor(private readonly deps: QueueDrainDeps) {}
 
-  /** Starts the next queued entry unless one is running. */
+  /** Starts the next queued entry unless one is running (or waits for its key's run slot). */
   drain(actor: SessionActor): void {
-    if (actor.status !== 'IDLE' || this.stopped) return
+    if (actor.status !== 'IDLE' || actor.seekingSlot || this.stopped) return
     const next = actor.queued()[0]
     // the head of the line starts once its row exists (its admission calls drain again)
-    if (next && !actor.inserting.has(next.queueId)) void this.run(actor, next)
+    if (!next || actor.inserting.has(next.queueId)) return
+    const { keyId, concurrentRuns } = next.request.admission ?? {}
+    if (keyId && concurrentRuns) void this.runInSlot(actor, next, keyId, concurrentRuns)
+    else void this.run(actor, next)
+  }
+
+  /**
+   * Starts an entry of a key with concurrentRuns once it holds one of the key's slots; without
+   * one it stays queued and the drain asks again when a slot is given back (or a second later).
+   */
+  private async runInSlot(actor: SessionActor, entry: QueueEntryRecord, keyId: string, limit: number): Promise<void> {
+    const { slots, logger } = this.deps
+    actor.seekingSlot = true
+    let taken = false
+    try {
+      taken = await slots.take(keyId, entry.queueId, limit)
+    } catch (error) {
+      // the slots cannot be reached (Redis away): the entry waits, as it would for a busy slot
+      logger.warn('could not take a run slot', { keyId, queueId: entry.queueId, error: (error as Error).message })
+    } finally {
+      actor.seekingSlot = false
+    }
+    if (!taken) return slots.whenFree(keyId, () => this.drain(actor))
+    // cancelled, or passed by a newer prompt, while the slot was asked for
+    if (this.stopped || actor.status !== 'IDLE' || actor.queued()[0] !== entry) {
+      await slots.release(keyId, entry.queueId).catch(() => {})
+      return this.drain(actor)
+    }
+    return this.run(actor, entry)
   }
 
   private async run(actor: SessionActor, entry: QueueEntryRecord): Promise<void> {
@@ -68,5 +101,6 @@ export class QueueDrain {
   stop(): void {
     this.stopped = true
     this.deps.scheduler.close()
+    this.deps.slots.close()
   }
 }

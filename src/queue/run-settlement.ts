@@ -1,6 +1,7 @@
 import type { Logger } from '../domain/logger.js'
 import type { QueueEntryRecord, RunRecord } from '../domain/records.js'
 import { type KeyCounters, TOKENS_PER_MINUTE } from '../events/key-counters.js'
+import type { RunSlots } from '../events/run-slots.js'
 import type { BudgetLedger } from '../store/budget-ledger.js'
 
 /**
@@ -14,8 +15,16 @@ export class RunSettlement {
   constructor(
     private readonly budgets: BudgetLedger,
     private readonly counters: KeyCounters,
+    private readonly slots: RunSlots,
     private readonly logger: Logger,
   ) {}
+
+  /** An entry leaves this instance (ended, or waiting for tool results): the run slot it held is given back. */
+  left(entry: QueueEntryRecord): void {
+    const { keyId, concurrentRuns } = entry.request.admission ?? {}
+    if (keyId && concurrentRuns && entry.startedAt !== null)
+      this.track(this.slots.release(keyId, entry.queueId), 'a run slot could not be given back', entry)
+  }
 
   /** Settles a terminal entry (with its run, when it ran); nobody waits for it but `flush`. */
   ended(entry: QueueEntryRecord, run: RunRecord | null): void {

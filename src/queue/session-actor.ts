@@ -38,6 +38,8 @@ export class SessionActor {
   heldBy: string | null = null
   /** Terminal entries in the store; unknown (null) until the first prune counts them. */
   terminalCount: number | null = null
+  /** True while the drain asks for a run slot of the head entry's key (concurrentRuns): nothing else starts meanwhile. */
+  seekingSlot = false
 
   constructor(
     readonly tenantId: string,

@@ -156,6 +156,8 @@ export async function createApp(options: AppOptions, secrets: SecretLookup, logg
       logger,
       options.clock,
     )
+    // a dead instance's run slots come back as its runs go stale
+    const slots = link.runSlots(times.staleMs)
     const executor = new RunExecutor({
       preparer,
       responseCache: { store: store.responseCache, maxEntries: options.responseCacheMaxEntries ?? 10_000 },
@@ -188,8 +190,9 @@ export async function createApp(options: AppOptions, secrets: SecretLookup, logg
       database,
       clock: options.clock ?? Date.now,
       sessionRows: store.sessions,
-      settlement: new RunSettlement(store.budgets, link.counters, logger),
+      settlement: new RunSettlement(store.budgets, link.counters, slots, logger),
       budgets: store.budgets,
+      slots,
     })
     const signers = new WebhookSigners(options.webhooks?.secrets ?? new Map())
     const budgets = new BudgetGuard(store, options.budgets ?? [])

@@ -84,7 +84,7 @@ export class SessionHost implements SessionOperations {
     const queueId = randomUUID()
     const ceiling = async () => costCeiling(admitted, await queue.messages(tenantId, sessionId))
     const reserved = await budgets.reserve(tenantId, policy, keyId, queueId, ceiling)
-    const tokensPerMinute = policy?.limits?.tokensPerMinute
+    const { tokensPerMinute, concurrentRuns } = policy?.limits ?? {}
     const admission = {
       promptVersion: admitted.prompt?.version ?? null,
       promptLabel: admitted.promptLabel,
@@ -93,6 +93,7 @@ export class SessionHost implements SessionOperations {
       ...(admitted.includes.list.length > 0 && { includes: admitted.includes.list }),
       ...(reserved && { budgetReserved: true as const }),
       ...(tokensPerMinute && { tokensPerMinute }),
+      ...(concurrentRuns && { concurrentRuns }),
     }
     const entry = { tenantId, sessionId, request, idempotencyKey, admitted, admission, whenBusy, queueId, ...(schedule && { schedule }) }
     if (!reserved) return queue.admit(entry)

@@ -203,3 +203,43 @@ export async function checkExpiry(urls: string[]): Promise<void> {
     expect(refused.errors?.[0]?.extensions?.code).toBe('UNAUTHENTICATED')
   }
 }
+
+/** The most runs that were running at one moment, from their start and end times. */
+export function mostAtOnce(runs: readonly { startedAt: string; finishedAt: string }[]): number {
+  const starts = runs.map((r) => Date.parse(r.startedAt))
+  return Math.max(...starts.map((t) => runs.filter((r) => Date.parse(r.startedAt) <= t && t < Date.parse(r.finishedAt)).length))
+}
+
+/** Admits `count` slow prompts of `secret`'s key, alternately to each instance, each in a session of its own. */
+export async function admitSlow(urls: string[], secret: string, count: number, prefix: string, via = urls) {
+  const ids = await sessions(urls[0]!, count, prefix)
+  const entries = []
+  for (const [i, sessionId] of ids.entries()) {
+    const answer = await gql(via[i % via.length]!, secret, EnqueueForKeyDocument, {
+      input: { sessionId, input: 'a slow answer', profileId: 'slow-echo' },
+    })
+    if (answer.data?.enqueuePrompt.__typename !== 'EnqueuePromptPayload') throw new Error(JSON.stringify(answer))
+    entries.push({ sessionId, queueId: answer.data.enqueuePrompt.entry.queueId })
+  }
+  return entries
+}
+
+/** Waits until the entry has run to COMPLETED and answers its run's times. */
+export async function completedRun(url: string, entry: { sessionId: string; queueId: string }, timeoutMs = 60_000) {
+  let run: { startedAt: string; finishedAt: string } | null = null
+  await within(async () => {
+    const found = (await gql(url, ADMIN_KEY, QueueEntryDocument, entry)).data?.queueEntry
+    run = found?.status === 'COMPLETED' ? { startedAt: found.run!.startedAt, finishedAt: found.run!.finishedAt! } : null
+    return run !== null
+  }, timeoutMs)
+  return run!
+}
+
+/** Six slow runs of a key with concurrentRuns 2, admitted alternately to each instance: never more than two run at once, and all complete. */
+export async function checkConcurrentRuns(urls: string[]): Promise<void> {
+  const key = await createKey(urls[0]!, { limits: { concurrentRuns: 2 } })
+  const entries = await admitSlow(urls, key.secret, 6, 'concurrent')
+  const runs = []
+  for (const entry of entries) runs.push(await completedRun(urls[0]!, entry))
+  expect(mostAtOnce(runs)).toBe(2)
+}

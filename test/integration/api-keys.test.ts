@@ -14,6 +14,7 @@ import {
 import {
   ADMIN_KEY,
   checkBudget,
+  checkConcurrentRuns,
   checkExpiry,
   checkRequestsPerMinute,
   checkRevocation,
@@ -117,6 +118,7 @@ describe('API keys, limits and budgets on one instance', () => {
 
   it('admits at most a key’s requests per minute', () => checkRequestsPerMinute([url]))
   it('never lets concurrent admissions reserve past a key’s cost budget', () => checkBudget([url]))
+  it('never runs more than a key’s concurrent runs at once', () => checkConcurrentRuns([url]))
   it('refuses a revoked key within a second and closes its subscription', () => checkRevocation([url]))
   it('keeps a rotated key’s old secret working through its grace only', () => checkRotation([url]))
   it('refuses a key once it expires', () => checkExpiry([url]))
