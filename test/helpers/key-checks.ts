@@ -74,7 +74,7 @@ async function sessions(url: string, count: number, prefix: string): Promise<str
 const accepted = async (url: string, secret: string) => (await gql(url, secret, ViewerDocument)).data?.viewer !== undefined
 
 /** Polls until `probe` holds, at most `timeoutMs`; answers how long it took. */
-async function within(probe: () => Promise<boolean>, timeoutMs: number): Promise<number> {
+export async function within(probe: () => Promise<boolean>, timeoutMs: number): Promise<number> {
   const started = Date.now()
   while (!(await probe())) {
     if (Date.now() - started > timeoutMs) throw new Error(`did not happen within ${timeoutMs} ms`)
@@ -211,12 +211,12 @@ export function mostAtOnce(runs: readonly { startedAt: string; finishedAt: strin
 }
 
 /** Admits `count` slow prompts of `secret`'s key, alternately to each instance, each in a session of its own. */
-export async function admitSlow(urls: string[], secret: string, count: number, prefix: string, via = urls) {
+export async function admitSlow(urls: string[], secret: string, count: number, prefix: string, via = urls, input = 'a slow answer') {
   const ids = await sessions(urls[0]!, count, prefix)
   const entries = []
   for (const [i, sessionId] of ids.entries()) {
     const answer = await gql(via[i % via.length]!, secret, EnqueueForKeyDocument, {
-      input: { sessionId, input: 'a slow answer', profileId: 'slow-echo' },
+      input: { sessionId, input, profileId: 'slow-echo' },
     })
     if (answer.data?.enqueuePrompt.__typename !== 'EnqueuePromptPayload') throw new Error(JSON.stringify(answer))
     entries.push({ sessionId, queueId: answer.data.enqueuePrompt.entry.queueId })
