@@ -23,11 +23,12 @@ export function usePolled<T>(load: () => Promise<T>, intervalMs: number, deps: u
   return state
 }
 
-/** The location hash as a route: `#/sessions/<id>` and `#/sessions/<id>/runs/<runId>`. */
-export function useRoute(): { sessionId: string | null; runId: string | null } {
+/** The location hash as a route: `#/sessions/<id>`, `#/sessions/<id>/runs/<runId>`, or `#/keys`. */
+export function useRoute(): { sessionId: string | null; runId: string | null; keys: boolean } {
   const read = () => {
-    const [, , sessionId, , runId] = location.hash.split('/').map(decodeURIComponent)
-    return { sessionId: sessionId || null, runId: runId || null }
+    const [, page, sessionId, , runId] = location.hash.split('/').map(decodeURIComponent)
+    if (page === 'keys') return { sessionId: null, runId: null, keys: true }
+    return { sessionId: sessionId || null, runId: runId || null, keys: false }
   }
   const [route, setRoute] = useState(read)
   useEffect(() => {

@@ -3,6 +3,7 @@ import { useMemo, useState } from 'preact/hooks'
 import { connect, needsKey, storedKey, storeKey } from './api.js'
 import { Backends } from './backends.js'
 import { usePolled, useRoute } from './hooks.js'
+import { Keys } from './keys.js'
 import { PromptDiff } from './prompt-diff.js'
 import { RunDetail } from './run-detail.js'
 import { SessionView } from './session-view.js'
@@ -67,6 +68,9 @@ function App() {
         <h1>
           promptline <span>console</span>
         </h1>
+        <div class="pages">
+          <a href="#/">Sessions</a> <a href="#/keys">Keys</a>
+        </div>
         {apiKey && (
           <button type="button" onClick={() => useKey('')}>
             Forget key
@@ -78,7 +82,9 @@ function App() {
       <main>
         <Sessions client={client} selected={route.sessionId} onError={onError} />
         <section class="center">
-          {route.sessionId ? (
+          {route.keys ? (
+            <Keys client={client} />
+          ) : route.sessionId ? (
             <SessionView key={route.sessionId} client={client} sessionId={route.sessionId} onRunChanged={() => setRunsChanged((n) => n + 1)} />
           ) : (
             <p class="hint">Pick a session, or create one.</p>
