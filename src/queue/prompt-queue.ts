@@ -88,6 +88,9 @@ export interface PromptQueueDeps {
 
 const now = () => new Date().toISOString()
 
+/** What an idempotency key guards: what was asked, not what it was resolved to. */
+const askedHash = ({ request, whenBusy, schedule }: AdmitRequest) => hashValue({ request, whenBusy, schedule: schedule ?? null })
+
 /**
  * Every session's FIFO prompt queue. Sessions run independently; within one, strictly one entry
  * at a time. Admission is decided at once and nothing is half-written when it is refused. The
@@ -139,7 +142,7 @@ export class PromptQueue {
     const actor = await this.actors.get(tenantId, sessionId)
     if (actor.closing) throw new NotFoundError('session', sessionId)
     const idempotencyKey = admission.idempotencyKey ?? null
-    const idempotencyHash = idempotencyKey === null ? null : hashValue({ request: asked, whenBusy, schedule: schedule ?? null })
+    const idempotencyHash = idempotencyKey === null ? null : askedHash(admission)
     if (idempotencyKey !== null) {
       const earlier = await this.idempotent.existing(actor, idempotencyKey, idempotencyHash!)
       if (earlier) return actor.viewOf(earlier)
@@ -181,6 +184,14 @@ export class PromptQueue {
     if (supersede && actor.active) this.supervisor.supersede(actor.active, whenBusy === 'INTERRUPT')
     this.drainer.drain(actor)
     return actor.viewOf(entry)
+  }
+
+  /** The entry an earlier admission with the same idempotency key made, or null. */
+  async earlier(admission: AdmitRequest): Promise<QueueEntryView | null> {
+    if (!admission.idempotencyKey) return null
+    const actor = await this.actors.get(admission.tenantId, admission.sessionId)
+    const found = await this.idempotent.existing(actor, admission.idempotencyKey, askedHash(admission))
+    return found && actor.viewOf(found)
   }
 
   /** Re-scheduling the same key before it fires replaces the prompt and restarts the debounce. */

@@ -44,62 +44,90 @@ function endable(inner: Results): { results: Results; end: (error: PromptlineErr
   }
 }
 
+/** One open subscription, as its key's count holds it. */
+interface OpenSubscription {
+  /** Ends it with `error` as its last result (set once its results can be ended: a stored key's). */
+  end: (error: PromptlineError) => void
+}
+
 /** The subscriptions open on this instance: per key (capped, and ended when the key is), and in all (a metric). */
 export class OpenSubscriptions {
-  readonly byKey = new Map<string, Set<(error: PromptlineError) => void>>()
+  private readonly byKey = new Map<string, Set<OpenSubscription>>()
   total = 0
+
+  /** How many subscriptions of `keyId` are open here. */
+  count(keyId: string): number {
+    return this.byKey.get(keyId)?.size ?? 0
+  }
+
+  /** Counts a subscription of `keyId` until the returned function is called. */
+  add(keyId: string, subscription: OpenSubscription): () => void {
+    const ofKey = this.byKey.get(keyId) ?? new Set()
+    this.byKey.set(keyId, ofKey.add(subscription))
+    this.total++
+    let released = false
+    return () => {
+      if (released) return
+      released = true
+      this.total--
+      ofKey.delete(subscription)
+      if (ofKey.size === 0 && this.byKey.get(keyId) === ofKey) this.byKey.delete(keyId)
+    }
+  }
 
   /** Ends every open subscription of a key that no longer works, with a FORBIDDEN error as its last result. */
   endKey(keyId: string, why: string): void {
-    for (const end of this.byKey.get(keyId) ?? []) end(new ForbiddenError(why))
+    for (const subscription of this.byKey.get(keyId) ?? []) subscription.end(new ForbiddenError(why))
   }
 }
 
 /**
+ * The results of a stored key's subscription, made endable (revocation, expiry); a bootstrap
+ * key's or the local tenant's are left as they are, so they cost nothing more per result.
+ */
+function endableWhileKeyLasts(
+  principal: Principal,
+  result: Results,
+  subscription: OpenSubscription,
+): { results: Results; expiry?: NodeJS.Timeout } {
+  if (principal.policy === null) return { results: result }
+  const ending = endable(result)
+  subscription.end = ending.end
+  const untilExpiry = principal.expiresAt === null ? null : Date.parse(principal.expiresAt) - Date.now()
+  if (untilExpiry === null || untilExpiry >= MAX_TIMER_MS) return { results: ending.results }
+  const expiry = setTimeout(() => ending.end(new ForbiddenError('the API key expired')), Math.max(0, untilExpiry))
+  expiry.unref()
+  return { results: ending.results, expiry }
+}
+
+/**
  * At most `max` subscriptions open at once per key, on every transport; each one counts until it
- * ends. A subscription of a key that expires is ended when it does.
+ * ends. A stored key's subscription is ended when the key is revoked or expires.
  */
 export function useSubscriptionCap(max: number, open: OpenSubscriptions): Plugin {
-  const { byKey } = open
   return {
     onSubscribe({ args, setResultAndStopExecution }) {
-      const { keyId, expiresAt } = args.contextValue as unknown as Principal
-      const ends = byKey.get(keyId) ?? new Set()
-      if (ends.size >= max) {
+      const principal = args.contextValue as unknown as Principal
+      if (open.count(principal.keyId) >= max) {
         const message = `this key already holds ${max} open subscriptions (PROMPTLINE_MAX_SUBSCRIPTIONS_PER_KEY)`
         setResultAndStopExecution({
           errors: [maskError(operationError(new RateLimitedError(message, 'subscriptions', SUBSCRIPTION_RETRY_MS)))],
         })
         return
       }
-      byKey.set(keyId, ends)
-      open.total++
-      let end: ((error: PromptlineError) => void) | null = null
-      let expiry: NodeJS.Timeout | undefined
-      const release = () => {
-        clearTimeout(expiry)
-        if (end === null) return
-        ends.delete(end)
-        end = null
-        open.total--
-        if (ends.size === 0 && byKey.get(keyId) === ends) byKey.delete(keyId)
-      }
-      end = () => {}
-      ends.add(end)
+      const subscription: OpenSubscription = { end: () => {} }
+      const release = open.add(principal.keyId, subscription)
       return {
         onSubscribeResult: ({ result, setResult }) => {
           if (!(Symbol.asyncIterator in Object(result))) return release()
-          const ending = endable(result as Results)
-          ends.delete(end!)
-          end = ending.end
-          ends.add(end)
-          const untilExpiry = expiresAt === null ? null : Date.parse(expiresAt) - Date.now()
-          if (untilExpiry !== null && untilExpiry < MAX_TIMER_MS) {
-            expiry = setTimeout(() => ending.end(new ForbiddenError('the API key expired')), Math.max(0, untilExpiry))
-            expiry.unref()
+          const { results, expiry } = endableWhileKeyLasts(principal, result as Results, subscription)
+          if (results !== result) setResult(results)
+          return {
+            onEnd: () => {
+              clearTimeout(expiry)
+              release()
+            },
           }
-          setResult(ending.results)
-          return { onEnd: release }
         },
         onSubscribeError: release,
       }

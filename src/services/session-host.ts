@@ -2,12 +2,12 @@ import { randomUUID } from 'node:crypto'
 import type { KeyPolicy } from '../domain/api-keys.js'
 import { BudgetExceededError, ForbiddenError, NotFoundError, QueueFullError, RateLimitedError, SessionBusyError } from '../domain/errors.js'
 import type { Metrics } from '../domain/metrics.js'
-import type { QueueEntryRecord, QueueEntryView, RunRecord, SessionStatus, WhenBusy } from '../domain/records.js'
+import type { AdmissionFacts, QueueEntryRecord, QueueEntryView, RunRecord, SessionStatus, WhenBusy } from '../domain/records.js'
 import type { AdmissionInput } from '../domain/run-request.js'
 import { inSpan } from '../domain/tracing.js'
 import type { WebhookSigners } from '../domain/webhooks.js'
 import type { UnwrittenTail } from '../events/session-stream.js'
-import type { PromptQueue } from '../queue/prompt-queue.js'
+import type { AdmitRequest, PromptQueue } from '../queue/prompt-queue.js'
 import { costCeiling } from '../runner/cost-ceiling.js'
 import type { AdmittedPrompt, PromptPreparer } from '../runner/prepare.js'
 import type { SubmittedResult } from '../runner/tool-rounds.js'
@@ -69,7 +69,7 @@ export class SessionHost implements SessionOperations {
   }
 
   private async admit(tenantId: string, input: AdmissionInput, whenBusy: WhenBusy): Promise<QueueEntryRecord> {
-    const { memory, queue, preparer, budgets, signers, limiter } = this.deps
+    const { memory, preparer, budgets, signers, limiter } = this.deps
     const { sessionId, idempotencyKey, schedule, keyId, policy } = input
     const session = await memory.find(tenantId, sessionId)
     if (!session) throw new NotFoundError('session', sessionId)
@@ -81,27 +81,46 @@ export class SessionHost implements SessionOperations {
     await limiter.requireTokens(keyId, policy)
     const admitted = await preparer.admit(tenantId, sessionId, request)
     requireAllowed(policy, admitted)
-    const queueId = randomUUID()
-    const ceiling = async () => costCeiling(admitted, await queue.messages(tenantId, sessionId))
-    const reserved = await budgets.reserve(tenantId, policy, keyId, queueId, ceiling)
     const { tokensPerMinute, concurrentRuns } = policy?.limits ?? {}
-    const admission = {
+    const admission: AdmissionFacts = {
       promptVersion: admitted.prompt?.version ?? null,
       promptLabel: admitted.promptLabel,
       splitBucket: admitted.splitBucket,
       keyId,
       ...(admitted.includes.list.length > 0 && { includes: admitted.includes.list }),
-      ...(reserved && { budgetReserved: true as const }),
       ...(tokensPerMinute && { tokensPerMinute }),
       ...(concurrentRuns && { concurrentRuns }),
     }
-    const entry = { tenantId, sessionId, request, idempotencyKey, admitted, admission, whenBusy, queueId, ...(schedule && { schedule }) }
-    if (!reserved) return queue.admit(entry)
+    const queueId = randomUUID()
+    return this.reserveAndQueue(
+      { tenantId, sessionId, request, idempotencyKey, admitted, admission, whenBusy, queueId, ...(schedule && { schedule }) },
+      policy,
+    )
+  }
+
+  /**
+   * Reserves the entry's largest cost under its cost budgets, then queues it; a reservation the
+   * entry did not take (refused, or a retry answered with the entry it first admitted) is given back.
+   */
+  private async reserveAndQueue(entry: AdmitRequest & { queueId: string }, policy: KeyPolicy | null): Promise<QueueEntryRecord> {
+    const { queue, budgets } = this.deps
+    const { tenantId, sessionId, queueId, admission } = entry
+    const ceiling = async () => costCeiling(entry.admitted, await queue.messages(tenantId, sessionId))
+    let reserved: boolean
     try {
-      const admittedEntry = await queue.admit(entry)
-      // a retry answered with the entry it first admitted: that one holds its own reservation
-      if (admittedEntry.queueId !== queueId) await budgets.release(queueId)
-      return admittedEntry
+      reserved = await budgets.reserve(tenantId, policy, admission.keyId, queueId, ceiling)
+    } catch (error) {
+      // a retry of an admission that landed answers its entry, even once the budget is spent
+      const earlier = error instanceof BudgetExceededError ? await queue.earlier(entry) : null
+      if (earlier) return earlier
+      throw error
+    }
+    if (!reserved) return queue.admit(entry)
+    admission.budgetReserved = true
+    try {
+      const queued = await queue.admit(entry)
+      if (queued.queueId !== queueId) await budgets.release(queueId)
+      return queued
     } catch (error) {
       await budgets.release(queueId)
       throw error

@@ -146,6 +146,19 @@ describe('API keys, limits and budgets on one instance', () => {
     expect(results.at(-1)!.errors).toEqual([expect.objectContaining({ extensions: expect.objectContaining({ code: 'FORBIDDEN' }) })])
   })
 
+  it('answers a retried admission with its entry even once the budget it reserved from is spent', async () => {
+    const key = await createKey(url, { budget: { costUsd: 0.0002, period: 'DAY' } })
+    const sessionId = `retry-${key.id}`
+    await gql(url, ADMIN_KEY, CreateSessionDocument, { input: { id: sessionId } })
+    const input = { sessionId, input: 'once', profileId: 'priced-slow', idempotencyKey: 'retry-1' }
+    const first = await gql(url, key.secret, EnqueueForKeyDocument, { input })
+    const retry = await gql(url, key.secret, EnqueueForKeyDocument, { input })
+    const other = await gql(url, key.secret, EnqueueForKeyDocument, { input: { ...input, idempotencyKey: 'retry-2' } })
+    if (first.data?.enqueuePrompt.__typename !== 'EnqueuePromptPayload') throw new Error(JSON.stringify(first))
+    expect(retry.data?.enqueuePrompt).toEqual(first.data.enqueuePrompt)
+    expect(other.data?.enqueuePrompt).toMatchObject({ __typename: 'BudgetExceededError', budget: 'keyCost' })
+  })
+
   it('answers NOT_FOUND for a revoked key changed again', async () => {
     const key = await createKey(url, {})
     await gql(url, ADMIN_KEY, RevokeApiKeyDocument, { input: { id: key.id } })
