@@ -43,6 +43,36 @@ function BudgetBar({ budget }: { budget: NonNullable<ConsoleKeyFragment['budget'
 const state = (key: ConsoleKeyFragment) =>
   key.revokedAt ? 'revoked' : key.expiresAt && Date.parse(key.expiresAt) <= Date.now() ? 'expired' : 'active'
 
+/** One key: who it is, its state, its spend and runs, and what may be done to it while it works. */
+function KeyRow({ apiKey: key, runs, onRotate, onRevoke }: { apiKey: ConsoleKeyFragment; runs: number[]; onRotate: () => void; onRevoke: () => void }) {
+  return (
+    <tr data-key={key.name}>
+      <td title={key.id}>
+        {key.name} <code>{key.prefix}…</code>
+      </td>
+      <td>{key.role.toLowerCase()}</td>
+      <td>{state(key)}</td>
+      <td>{key.budget ? <BudgetBar budget={key.budget} /> : '—'}</td>
+      <td>
+        <RunsChart perDay={runs} />
+      </td>
+      <td>{key.lastUsedAt ? new Date(key.lastUsedAt).toLocaleString() : 'never'}</td>
+      <td>
+        {state(key) === 'active' && (
+          <>
+            <button type="button" onClick={onRotate}>
+              Rotate
+            </button>{' '}
+            <button type="button" onClick={onRevoke}>
+              Revoke
+            </button>
+          </>
+        )}
+      </td>
+    </tr>
+  )
+}
+
 /** The tenant's keys (an admin key): create one (its secret shown once), rotate, revoke; each key's spend and runs per day. */
 export function Keys({ client }: { client: PromptlineClient }) {
   const [secret, setSecret] = useState<string | null>(null)
@@ -92,30 +122,7 @@ export function Keys({ client }: { client: PromptlineClient }) {
         </thead>
         <tbody>
           {value?.apiKeys.edges.map(({ node: key }) => (
-            <tr key={key.id} data-key={key.name}>
-              <td title={key.id}>
-                {key.name} <code>{key.prefix}…</code>
-              </td>
-              <td>{key.role.toLowerCase()}</td>
-              <td>{state(key)}</td>
-              <td>{key.budget ? <BudgetBar budget={key.budget} /> : '—'}</td>
-              <td>
-                <RunsChart perDay={runsOf(key.id)} />
-              </td>
-              <td>{key.lastUsedAt ? new Date(key.lastUsedAt).toLocaleString() : 'never'}</td>
-              <td>
-                {state(key) === 'active' && (
-                  <>
-                    <button type="button" onClick={() => rotate(key.id)}>
-                      Rotate
-                    </button>{' '}
-                    <button type="button" onClick={() => revoke(key.id, key.name)}>
-                      Revoke
-                    </button>
-                  </>
-                )}
-              </td>
-            </tr>
+            <KeyRow key={key.id} apiKey={key} runs={runsOf(key.id)} onRotate={() => rotate(key.id)} onRevoke={() => revoke(key.id, key.name)} />
           ))}
         </tbody>
       </table>

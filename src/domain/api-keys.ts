@@ -18,7 +18,7 @@ export const BUDGET_PERIODS = ['DAY', 'WEEK', 'MONTH', 'TOTAL'] as const
 export type BudgetPeriod = (typeof BUDGET_PERIODS)[number]
 
 /** At most `costUsd` of spend per `period`. */
-export interface KeyBudget {
+interface KeyBudget {
   costUsd: number
   period: BudgetPeriod
 }
@@ -105,10 +105,8 @@ const keyFields = {
 }
 
 export const createKeySchema = z.strictObject({ ...keyFields, role: z.enum(['read', 'write', 'admin']) })
-export type CreateKeyInput = z.infer<typeof createKeySchema>
 
 export const updateKeySchema = z.strictObject({ id: z.string().min(1).max(64), ...keyFields, name: keyFields.name.optional() })
-export type UpdateKeyInput = z.infer<typeof updateKeySchema>
 
 export const rotateKeySchema = z.strictObject({
   id: z.string().min(1).max(64),

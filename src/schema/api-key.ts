@@ -5,6 +5,7 @@ import type { KeyBudgetUsage } from '../domain/budgets.js'
 import { InvalidRequestError, NotFoundError } from '../domain/errors.js'
 import type { KeyWithSecret } from '../services/api-key-service.js'
 import { type BuilderTypes, builder } from './builder.js'
+import { perRequestLoader } from './loaders.js'
 import { encodeCursor, forwardPage, pageArgs, toConnection } from './paging.js'
 
 const ApiKeyRoleEnum = builder.enumType('ApiKeyRole', {
@@ -59,6 +60,8 @@ const ApiKeyBudgetRef = builder.objectRef<KeyBudgetUsage>('ApiKeyBudget').implem
   }),
 })
 
+const keyBudgets = perRequestLoader<ApiKeyRecord, KeyBudgetUsage | null>((keys, ctx) => ctx.services.keys.budgetUsages(keys))
+
 const ApiKeyRef = builder.objectRef<ApiKeyRecord>('ApiKey').implement({
   description: 'An API key stored by the server. Its secret is never shown again after creation or rotation.',
   fields: (t) => ({
@@ -98,7 +101,7 @@ const ApiKeyRef = builder.objectRef<ApiKeyRecord>('ApiKey').implement({
       type: ApiKeyBudgetRef,
       nullable: true,
       description: 'Its cost budget with the current window’s spend; null: none.',
-      resolve: (k, _args, ctx) => ctx.services.keys.budgetUsage(k),
+      resolve: (k, _args, ctx) => keyBudgets(ctx).load(k),
     }),
   }),
 })

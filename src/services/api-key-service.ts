@@ -56,9 +56,9 @@ export class ApiKeyService {
     return principal.policy === null ? Promise.resolve(null) : this.keys.find(principal.tenantId, principal.keyId)
   }
 
-  /** A key's cost budget with its current window's spend; null when it has none. */
-  budgetUsage(key: ApiKeyRecord): Promise<KeyBudgetUsage | null> {
-    return this.budgets.keyUsage(key)
+  /** Keys' cost budgets with their current window's spend, in the order given; null for a key without one. */
+  budgetUsages(keys: readonly ApiKeyRecord[]): Promise<(KeyBudgetUsage | null)[]> {
+    return this.budgets.keyUsages(keys)
   }
 
   async update(principal: Principal, input: unknown): Promise<ApiKeyRecord> {

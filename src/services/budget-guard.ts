@@ -45,19 +45,27 @@ export class BudgetGuard {
     )
   }
 
-  /** A key's cost budget with the current window's spend; null when it has none. */
-  async keyUsage(key: ApiKeyRecord): Promise<KeyBudgetUsage | null> {
-    if (!key.budget) return null
-    const { start, end } = budgetPeriodWindow(key.budget.period)
-    const spend = (await this.store.budgets.spend(`key:${key.id}`, start)) ?? { usedNanoUsd: 0, reservedNanoUsd: 0 }
-    const limit = Math.floor(key.budget.costUsd * NANO_PER_USD)
-    return {
-      ...key.budget,
-      usedUsd: usd(spend.usedNanoUsd),
-      reservedUsd: usd(spend.reservedNanoUsd),
-      remainingUsd: usd(Math.max(0, limit - spend.usedNanoUsd - spend.reservedNanoUsd)),
-      resetsAt: end?.toISOString() ?? null,
-    }
+  /** Keys' cost budgets with their current window's spend, in one read; null for a key without one. */
+  async keyUsages(keys: readonly ApiKeyRecord[]): Promise<(KeyBudgetUsage | null)[]> {
+    const budgeted = keys.flatMap((key) => (key.budget ? [{ key, budget: key.budget, ...budgetPeriodWindow(key.budget.period) }] : []))
+    const spends = await this.store.budgets.spends(budgeted.map((b) => ({ scope: `key:${b.key.id}`, windowStart: b.start })))
+    const usage = new Map(
+      budgeted.map(({ key, budget, end }, i) => {
+        const spend = spends[i] ?? { usedNanoUsd: 0, reservedNanoUsd: 0 }
+        const limit = Math.floor(budget.costUsd * NANO_PER_USD)
+        return [
+          key.id,
+          {
+            ...budget,
+            usedUsd: usd(spend.usedNanoUsd),
+            reservedUsd: usd(spend.reservedNanoUsd),
+            remainingUsd: usd(Math.max(0, limit - spend.usedNanoUsd - spend.reservedNanoUsd)),
+            resetsAt: end?.toISOString() ?? null,
+          },
+        ]
+      }),
+    )
+    return keys.map((key) => usage.get(key.id) ?? null)
   }
 
   /** Throws BudgetExceededError when the tenant's runs or tokens budget has no room for one more prompt. */

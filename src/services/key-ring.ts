@@ -6,7 +6,7 @@ import type { Fanout } from '../events/deployment-pubsub.js'
 import type { ApiKeyStore } from '../store/api-key-store.js'
 
 /** How long an instance trusts what it read of a stored key: a revocation elsewhere takes effect within this. */
-export const KEY_CACHE_MS = 1_000
+const KEY_CACHE_MS = 1_000
 /** A key's last use is written at most this often by one instance. */
 const LAST_USE_WRITE_MS = 60_000
 /** Secrets remembered at once (the answers to unknown ones too, so a flood of them costs one read a second each). */

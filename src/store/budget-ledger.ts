@@ -112,6 +112,19 @@ export class BudgetLedger {
     return orphans.length
   }
 
+  /** Several windows' spend in one read, in the order asked; null for one nothing was reserved in. */
+  async spends(windows: readonly { scope: string; windowStart: Date }[]): Promise<(WindowSpend | null)[]> {
+    if (windows.length === 0) return []
+    const rows = await this.sql
+      .selectFrom('BudgetWindow')
+      .select(['scope', 'windowStart', 'usedNanoUsd', 'reservedNanoUsd'])
+      .where((eb) => eb.or(windows.map((w) => eb.and([eb('scope', '=', w.scope), eb('windowStart', '=', w.windowStart)]))))
+      .execute()
+    // a window is one per scope at a time: the scope names the row
+    const byScope = new Map(rows.map((row) => [row.scope, row]))
+    return windows.map((w) => byScope.get(w.scope) ?? null)
+  }
+
   /** A window's spend now; null before anything was reserved in it. */
   async spend(scope: string, windowStart: Date, on: Sql = this.sql): Promise<WindowSpend | null> {
     const row = await on

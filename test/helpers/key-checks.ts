@@ -205,7 +205,7 @@ export async function checkExpiry(urls: string[]): Promise<void> {
 }
 
 /** The most runs that were running at one moment, from their start and end times. */
-export function mostAtOnce(runs: readonly { startedAt: string; finishedAt: string }[]): number {
+function mostAtOnce(runs: readonly { startedAt: string; finishedAt: string }[]): number {
   const starts = runs.map((r) => Date.parse(r.startedAt))
   return Math.max(...starts.map((t) => runs.filter((r) => Date.parse(r.startedAt) <= t && t < Date.parse(r.finishedAt)).length))
 }
