@@ -5,9 +5,9 @@ import type { RunSlots } from '../events/run-slots.js'
 import type { BudgetLedger } from '../store/budget-ledger.js'
 
 /**
- * What an ended entry owes its key and budgets: its reservation replaced by its run's cost, its
- * run's tokens counted against its key's minute. Neither is on the token path; a failure is
- * logged, and the sweep settles a reservation left over.
+ * What an entry owes its key and budgets as it leaves: its run slot given back, its reservation
+ * replaced by its run's cost, its run's tokens counted against its key's minute. None of it is
+ * on the token path; a failure is logged (a slot lapses, the reaper settles a reservation).
  */
 export class RunSettlement {
   private readonly pending = new Set<Promise<void>>()
