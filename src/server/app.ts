@@ -40,6 +40,7 @@ import { CatalogService } from '../services/catalog-service.js'
 import { FileService } from '../services/file-service.js'
 import { KeyLimiter, type WithoutCounters } from '../services/key-limits.js'
 import { KeyRing } from '../services/key-ring.js'
+import { OpenAIChatService } from '../services/openai-chat.js'
 import { ReplayService } from '../services/replay-service.js'
 import { RunService } from '../services/run-service.js'
 import { SessionHost } from '../services/session-host.js'
@@ -251,7 +252,20 @@ export async function createApp(options: AppOptions, secrets: SecretLookup, logg
         return options.redisUrl ? [database, { dependency: 'redis', up: await answers(link!.ping()) }] : [database]
       },
     })
-    const yoga = createPromptlineYoga({ schema, services, files: uploads, probes, logger, keys, limiter, limits, metrics, subscriptions })
+    const openai = new OpenAIChatService(runs, sessions, services.catalog)
+    const yoga = createPromptlineYoga({
+      schema,
+      services,
+      files: uploads,
+      probes,
+      logger,
+      keys,
+      limiter,
+      openai,
+      limits,
+      metrics,
+      subscriptions,
+    })
     await router.start()
     await queue.recover()
     ownership.start()

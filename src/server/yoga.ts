@@ -11,6 +11,7 @@ import { maskError } from '../schema/errors.js'
 import type { FileService } from '../services/file-service.js'
 import type { KeyLimiter } from '../services/key-limits.js'
 import type { KeyRing } from '../services/key-ring.js'
+import type { OpenAIChatService } from '../services/openai-chat.js'
 import { useCompiledSubscriptions } from './compiled-subscriptions.js'
 import { useConsole } from './console.js'
 import { useFileUploads } from './files.js'
@@ -18,6 +19,7 @@ import { GRAPHIQL_OPTIONS, renderSelfHostedGraphiQL } from './graphiql.js'
 import { requestLimitPlugins } from './limits.js'
 import type { PrometheusMetrics } from './metrics.js'
 import type { OpenSubscriptions } from './open-subscriptions.js'
+import { useOpenAIApi } from './openai-api.js'
 import { useRequestLog } from './request-log.js'
 
 /** Where graphql-sse clients connect, in either mode of the GraphQL-over-SSE protocol. */
@@ -79,6 +81,8 @@ export function createPromptlineYoga(options: {
   logger: Logger
   keys: KeyRing
   limiter: KeyLimiter
+  /** The OpenAI API under /v1. */
+  openai: OpenAIChatService
   limits: RequestLimits
   metrics: PrometheusMetrics
   subscriptions: OpenSubscriptions
@@ -105,6 +109,7 @@ export function createPromptlineYoga(options: {
     plugins: [
       useProbes(options.probes, logger),
       useFileUploads(options.files, options.keys, options.limiter),
+      useOpenAIApi(options.openai, options.keys, options.limiter, logger),
       useConsole(),
       useRequestLog(logger),
       ...requestLimitPlugins(options.limits, options.subscriptions, options.limiter),

@@ -1,0 +1,147 @@
+import OpenAI from 'openai'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { sha256Hex } from '../../src/domain/hash.js'
+import { FakeVendorServer } from '../fixtures/fake-vendor.js'
+import { RunDocument } from '../generated/graphql.js'
+import { vendorCatalog } from '../helpers/catalog-dir.js'
+import { ADMIN_KEY, createKey, gql } from '../helpers/key-checks.js'
+import { startTestServer, type TestServer } from '../helpers/server.js'
+
+// OpenAI's Chat Completions at /v1, driven by the official openai SDK, onto ordinary runs of
+// the fake backend and of the fake OpenAI and Anthropic vendors.
+describe('Chat Completions through the openai SDK', () => {
+  let t: TestServer
+  let openai: FakeVendorServer
+  let anthropic: FakeVendorServer
+  let client: OpenAI
+  beforeAll(async () => {
+    openai = await FakeVendorServer.start('openai')
+    anthropic = await FakeVendorServer.start('anthropic')
+    t = await startTestServer({
+      provider: 'sqlite',
+      apiKey: ADMIN_KEY,
+      secrets: { OA_KEY: 'sk-test-openai', AN_KEY: 'sk-test-anthropic' },
+      app: {
+        catalogDir: vendorCatalog(openai, anthropic, {
+          profiles: ['{ id: fake-slow, backendId: fake, model: echo, settings: { extra: { tokenDelayMs: 100 } } }'],
+        }),
+        apiKeys: [{ sha256: sha256Hex(ADMIN_KEY), tenantId: 'acme', role: 'admin' }],
+      },
+    })
+    client = new OpenAI({ baseURL: `${t.http.url}/v1`, apiKey: ADMIN_KEY, maxRetries: 0 })
+  })
+  afterAll(async () => {
+    await t?.stop({ dropDatabase: true })
+    await openai?.close()
+    await anthropic?.close()
+  })
+
+  it('lists the profiles as models', async () => {
+    const ids = []
+    for await (const model of client.models.list()) ids.push(model.id)
+    expect(ids).toEqual(expect.arrayContaining(['fake-echo', 'oa-plain', 'an-plain']))
+  })
+
+  it.each(['fake-echo', 'oa-plain', 'an-plain'])(
+    'answers a completion on %s as a run, with the usage and cost the GraphQL API shows',
+    async (model) => {
+      const { data: completion, response } = await client.chat.completions
+        .create({
+          model,
+          messages: [
+            { role: 'system', content: 'Be brief.' },
+            { role: 'user', content: 'say it back' },
+          ],
+        })
+        .withResponse()
+      const runId = response.headers.get('x-promptline-run-id')!
+      expect(completion.id).toBe(`chatcmpl-${runId}`)
+      expect(completion.choices[0]).toMatchObject({
+        index: 0,
+        message: { role: 'assistant', content: 'say it back' },
+        finish_reason: 'stop',
+      })
+      const run = (await gql(t.http.url, ADMIN_KEY, RunDocument, { id: runId })).data!.run!
+      expect(completion.usage).toMatchObject({
+        prompt_tokens: run.usage!.inputTokens,
+        completion_tokens: run.usage!.outputTokens,
+        total_tokens: run.usage!.inputTokens + run.usage!.outputTokens,
+      })
+    },
+  )
+
+  it('streams chunks: the role first, the text, the finish, and the usage last when asked', async () => {
+    const stream = await client.chat.completions.create({
+      model: 'oa-plain',
+      messages: [{ role: 'user', content: 'one two three four' }],
+      stream: true,
+      stream_options: { include_usage: true },
+    })
+    const chunks = []
+    for await (const chunk of stream) chunks.push(chunk)
+    expect(chunks[0]!.choices[0]!.delta.role).toBe('assistant')
+    expect(chunks.map((c) => c.choices[0]?.delta.content ?? '').join('')).toBe('one two three four')
+    expect(chunks.at(-2)!.choices[0]!.finish_reason).toBe('stop')
+    expect(chunks.at(-1)!.choices).toEqual([])
+    expect(chunks.at(-1)!.usage!.completion_tokens).toBeGreaterThan(0)
+    expect(new Set(chunks.map((c) => c.id)).size).toBe(1)
+  })
+
+  it("assembles the same message with the SDK's stream helper", async () => {
+    const messages = [
+      { role: 'user' as const, content: 'first turn' },
+      { role: 'assistant' as const, content: 'an answer' },
+      { role: 'user' as const, content: 'the second turn' },
+    ]
+    const final = await client.chat.completions.stream({ model: 'fake-echo', messages }).finalChatCompletion()
+    expect(final.choices[0]!.message.content).toBe('the second turn')
+    const plain = await client.chat.completions.create({ model: 'fake-echo', messages })
+    expect(plain.choices[0]!.message.content).toBe(final.choices[0]!.message.content)
+  })
+
+  it('stops the run of a stream whose client goes away', async () => {
+    const controller = new AbortController()
+    const { data: stream, response } = await client.chat.completions
+      .create(
+        { model: 'fake-slow', messages: [{ role: 'user', content: 'a b c d e f g h i j' }], stream: true, temperature: 0.5 },
+        { signal: controller.signal },
+      )
+      .withResponse()
+    const runId = response.headers.get('x-promptline-run-id')!
+    for await (const _chunk of stream) break
+    controller.abort()
+    // ten tokens 100 ms apart: stopped, it ends ABORTED well before its last one
+    let run: { status: string; output?: string | null; finishedAt?: string | null } | undefined
+    for (let tries = 0; tries < 200 && !run?.finishedAt; tries++) {
+      run = (await gql(t.http.url, ADMIN_KEY, RunDocument, { id: runId })).data?.run ?? undefined
+      await new Promise((resolve) => setTimeout(resolve, 25))
+    }
+    expect(run?.status).toBe('ABORTED')
+    expect(run?.output ?? '').not.toBe('a b c d e f g h i j')
+  })
+
+  it('refuses what it cannot honour with 400 and the parameter, and runs nothing', async () => {
+    const refused = (body: Record<string, unknown>) =>
+      client.chat.completions.create({ model: 'fake-echo', messages: [{ role: 'user', content: 'x' }], ...body } as never).then(
+        () => null,
+        (error: unknown) => error,
+      )
+    const n = await refused({ n: 2 })
+    expect(n).toBeInstanceOf(OpenAI.BadRequestError)
+    expect(n).toMatchObject({ status: 400, code: 'unsupported_parameter', param: 'n' })
+    expect(await refused({ logprobs: true })).toMatchObject({ status: 400, code: 'unsupported_parameter', param: 'logprobs' })
+    expect(await refused({ model: 'no-such-profile' })).toMatchObject({ status: 404, code: 'model_not_found' })
+  })
+
+  it('answers a revoked key 401 and a key over its rate 429, in OpenAI’s shape', async () => {
+    const limited = await createKey(t.http.url, { limits: { requestsPerMinute: 1 } })
+    const asKey = new OpenAI({ baseURL: `${t.http.url}/v1`, apiKey: limited.secret, maxRetries: 0 })
+    const ask = () => asKey.chat.completions.create({ model: 'fake-echo', messages: [{ role: 'user', content: 'hi' }] })
+    await ask()
+    const tooMany = await ask().catch((error: unknown) => error)
+    expect(tooMany).toBeInstanceOf(OpenAI.RateLimitError)
+    expect(Number((tooMany as InstanceType<typeof OpenAI.RateLimitError>).headers?.get('retry-after'))).toBeGreaterThan(0)
+    const unknown = new OpenAI({ baseURL: `${t.http.url}/v1`, apiKey: 'pl_not-a-key', maxRetries: 0 })
+    expect(await unknown.models.list().catch((error: unknown) => error)).toBeInstanceOf(OpenAI.AuthenticationError)
+  })
+})
