@@ -38,6 +38,9 @@ const TERMINAL_REASONS = [
 export type TerminalReason = (typeof TERMINAL_REASONS)[number]
 
 /** Why the model's answer ended, the same for every vendor. */
+/** Which surface admitted a run: GraphQL, or the OpenAI API's Chat Completions. */
+export type RunOrigin = 'GRAPHQL' | 'OPENAI_CHAT'
+
 const FINISH_REASONS = ['STOP', 'LENGTH', 'TOOL_CALLS', 'CONTENT_FILTER', 'REFUSAL', 'OTHER'] as const
 export type FinishReason = (typeof FINISH_REASONS)[number]
 
@@ -87,6 +90,8 @@ export interface AdmissionFacts {
   splitBucket: number | null
   /** The API key that admitted it (its id); null where keys are off. */
   keyId: string | null
+  /** The surface that admitted it; absent: GraphQL. */
+  origin?: RunOrigin
   /** The versions the prompt's includes were resolved to; absent when it has none. */
   includes?: PromptInclude[]
   /** The entry reserved its largest possible cost against cost budgets; its end settles that. */
@@ -271,6 +276,8 @@ export interface RunRecord {
   splitBucket: number | null
   /** The API key that admitted it (its id); null where keys are off. */
   keyId: string | null
+  /** The surface that admitted it. */
+  origin: RunOrigin
   tags: string[]
   /** The run whose stored request this one replays. */
   replayOf: string | null

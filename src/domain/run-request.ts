@@ -5,7 +5,7 @@ import { contentPartSchema, toContentPart } from './content-parts.js'
 import { envNameSchema, idSchema, parseInput, responseCacheLayerSchema, settingsLayerSchema } from './definitions.js'
 import { boundedJsonObject } from './json-bounds.js'
 import { promptRefShape } from './prompt-labels.js'
-import type { RunRequest } from './records.js'
+import type { RunOrigin, RunRequest } from './records.js'
 import { toolLayerOf, toolLayerShape } from './tools.js'
 import { webhookUrlSchema } from './webhooks.js'
 
@@ -94,10 +94,17 @@ export interface AdmissionInput {
   keyId: string | null
   /** That key's limits, budget and allow-lists; null for a bootstrap key or with keys off. */
   policy: KeyPolicy | null
+  /** The surface it came through. */
+  origin: RunOrigin
 }
 
 /** Parses an untrusted admission (`input.*`); a failure is an INVALID_REQUEST naming the field. */
-export function parseAdmission(input: Record<string, unknown>, principal: Principal, scheduled = false): AdmissionInput {
+export function parseAdmission(
+  input: Record<string, unknown>,
+  principal: Principal,
+  scheduled = false,
+  origin: RunOrigin = 'GRAPHQL',
+): AdmissionInput {
   const { sessionId, idempotencyKey, webhookUrl, ...rest } = input
   let request = rest
   let schedule: AdmissionInput['schedule'] = null
@@ -115,5 +122,6 @@ export function parseAdmission(input: Record<string, unknown>, principal: Princi
     schedule,
     keyId: recordedKeyId(principal),
     policy: principal.policy,
+    origin,
   }
 }

@@ -79,6 +79,7 @@ export function newRunRecord(entry: QueueEntryRecord): RunRecord {
     promptLabel: entry.request.admission?.promptLabel ?? null,
     splitBucket: entry.request.admission?.splitBucket ?? null,
     keyId: entry.request.admission?.keyId ?? null,
+    origin: entry.request.admission?.origin ?? 'GRAPHQL',
     tags: entry.request.tags ?? [],
     replayOf: entry.request.replayOf ?? null,
     includes: entry.request.admission?.includes ?? [],

@@ -1,5 +1,5 @@
 import { InvalidRequestError, NotFoundError, ToolResultRejectedError } from '../domain/errors.js'
-import type { OutputValidation, RunFilter, RunRecord, RunStatus, TerminalReason } from '../domain/records.js'
+import type { OutputValidation, RunFilter, RunOrigin, RunRecord, RunStatus, TerminalReason } from '../domain/records.js'
 import { builder } from './builder.js'
 import type { Context } from './context.js'
 import { describedValues } from './described.js'
@@ -14,6 +14,14 @@ import { AlternativeRef } from './run-alternative.js'
 import { RunCacheRef } from './run-cache.js'
 import { PendingToolCallRef, pendingToolCalls, SubmitToolResultsInput, ToolRoundRef } from './tool.js'
 import { UsageRef } from './usage.js'
+
+const RunOriginEnum = builder.enumType('RunOrigin', {
+  description: 'Which surface admitted a run.',
+  values: describedValues<RunOrigin>({
+    GRAPHQL: 'The GraphQL API (enqueuePrompt, runPrompt, schedulePrompt, replayRun).',
+    OPENAI_CHAT: "The OpenAI API's POST /v1/chat/completions.",
+  }),
+})
 
 const RunStatusEnum = builder.enumType('RunStatus', {
   description:
@@ -78,6 +86,7 @@ export const RunRef = builder.objectRef<RunRecord>('Run').implement({
       description: "When promptLabel was a split: the session's bucket (0-99) that picked the version; null otherwise.",
     }),
     keyId: t.exposeString('keyId', { nullable: true, description: 'The API key that admitted it (its id); null where keys are off.' }),
+    origin: t.field({ type: RunOriginEnum, description: 'The surface that admitted it.', resolve: (r) => r.origin }),
     tags: t.exposeStringList('tags', { description: 'The tags its request carried.' }),
     replayOf: t.exposeID('replayOf', { nullable: true, description: 'The run whose stored request this one replays; null otherwise.' }),
     includes: t.field({

@@ -114,12 +114,12 @@ export class OpenAIChatService {
     await this.sessions.openWith(principal.tenantId, settings, history(sessionId, request.messages.slice(0, -1)))
     const input = { sessionId, input: textOf(last.content), profileId: profile.id, overrides: overridesOf(request) }
     if (!request.stream) {
-      const { run } = await this.runs.runPrompt(principal, input, 'ENQUEUE', 3_600_000)
+      const { run } = await this.runs.runPrompt(principal, input, 'ENQUEUE', 3_600_000, 'OPENAI_CHAT')
       if (!run) throw new NotFoundError('run', sessionId)
       return { runId: run.id, completion: completionOf(run, request.model) }
     }
     const events = (await this.runs.sessionEvents(principal.tenantId, sessionId, 0))[Symbol.asyncIterator]()
-    const entry = await this.runs.enqueue(principal, input, 'ENQUEUE')
+    const entry = await this.runs.enqueue(principal, input, 'ENQUEUE', null, 'OPENAI_CHAT')
     // a client that goes away stops its run: nobody else can read its answer
     const stop = () => void this.runs.cancel(principal.tenantId, sessionId, entry.queueId).catch(() => {})
     signal.addEventListener('abort', stop, { once: true })

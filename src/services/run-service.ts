@@ -4,7 +4,7 @@ import type { BudgetUsage } from '../domain/budgets.js'
 import { idSchema, parseInput } from '../domain/definitions.js'
 import { NotFoundError } from '../domain/errors.js'
 import type { SessionEvent } from '../domain/events.js'
-import type { QueueEntryRecord, QueueEntryView, RunCursor, RunFilter, RunRecord, WhenBusy } from '../domain/records.js'
+import type { QueueEntryRecord, QueueEntryView, RunCursor, RunFilter, RunOrigin, RunRecord, WhenBusy } from '../domain/records.js'
 import { MAX_TEXT, parseAdmission, parseRunRequest, scheduleKeySchema } from '../domain/run-request.js'
 import type { WebhookDelivery } from '../domain/webhooks.js'
 import type { SessionEventBus } from '../events/event-bus.js'
@@ -69,9 +69,10 @@ export class RunService {
     input: Record<string, unknown>,
     whenBusy: WhenBusy,
     replayOf: string | null = null,
+    origin: RunOrigin = 'GRAPHQL',
   ): Promise<QueueEntryRecord> {
     const { tenantId } = principal
-    const parsed = parseAdmission(input, principal)
+    const parsed = parseAdmission(input, principal, false, origin)
     if (replayOf !== null) parsed.request.replayOf = replayOf
     return this.router.change(tenantId, parsed.sessionId, 'enqueue', [tenantId, parsed, whenBusy])
   }
@@ -82,10 +83,11 @@ export class RunService {
     input: Record<string, unknown>,
     whenBusy: WhenBusy,
     timeoutMs: number,
+    origin: RunOrigin = 'GRAPHQL',
   ): Promise<{ entry: QueueEntryView; run: RunRecord | null }> {
     const { tenantId } = principal
     const waitMs = Math.min(Math.max(timeoutMs, 0), 3_600_000)
-    const parsed = parseAdmission(input, principal)
+    const parsed = parseAdmission(input, principal, false, origin)
     return this.router.change(tenantId, parsed.sessionId, 'runPrompt', [tenantId, parsed, whenBusy, waitMs], waitMs + 30_000)
   }
 

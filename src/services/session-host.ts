@@ -70,7 +70,7 @@ export class SessionHost implements SessionOperations {
 
   private async admit(tenantId: string, input: AdmissionInput, whenBusy: WhenBusy): Promise<QueueEntryRecord> {
     const { memory, preparer, budgets, signers, limiter } = this.deps
-    const { sessionId, idempotencyKey, schedule, keyId, policy } = input
+    const { sessionId, idempotencyKey, schedule, keyId, policy, origin } = input
     const session = await memory.find(tenantId, sessionId)
     if (!session) throw new NotFoundError('session', sessionId)
     const webhookUrl = input.webhookUrl ?? session.webhookUrl
@@ -87,6 +87,7 @@ export class SessionHost implements SessionOperations {
       promptLabel: admitted.promptLabel,
       splitBucket: admitted.splitBucket,
       keyId,
+      ...(origin !== 'GRAPHQL' && { origin }),
       ...(admitted.includes.list.length > 0 && { includes: admitted.includes.list }),
       ...(tokensPerMinute && { tokensPerMinute }),
       ...(concurrentRuns && { concurrentRuns }),

@@ -61,13 +61,14 @@ export function runColumns(run: RunRecord) {
 
 /** A run's row as its start inserts it. */
 export function runRow(run: RunRecord, request: unknown): Insertable<DB['Run']> {
-  const { id, tenantId, sessionId, queueId, keyId, tags, replayOf } = run
+  const { id, tenantId, sessionId, queueId, keyId, tags, replayOf, origin } = run
   return {
     id,
     tenantId,
     sessionId,
     queueId,
     keyId,
+    origin: origin === 'GRAPHQL' ? null : origin,
     replayOf,
     startedAt: new Date(run.startedAt),
     tags: jsonOrNull(tags),

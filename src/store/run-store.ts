@@ -1,7 +1,17 @@
 import type { Prisma } from '@db/client'
 import type { z } from 'zod'
 import { TERMINAL_RUN_STATUSES } from '../domain/lifecycles.js'
-import type { FinishReason, RunCursor, RunFilter, RunRecord, RunRequest, RunStatus, TerminalReason, Usage } from '../domain/records.js'
+import type {
+  FinishReason,
+  RunCursor,
+  RunFilter,
+  RunOrigin,
+  RunRecord,
+  RunRequest,
+  RunStatus,
+  TerminalReason,
+  Usage,
+} from '../domain/records.js'
 import type { Db } from './database.js'
 import { parsedColumn } from './json-columns.js'
 import { RUN_JSON } from './run-json-columns.js'
@@ -49,6 +59,7 @@ const select = {
   promptLabel: true,
   splitBucket: true,
   keyId: true,
+  origin: true,
   tags: true,
   replayOf: true,
   includes: true,
@@ -90,6 +101,7 @@ function toRecord(row: Row): RunRecord {
     includes: json('includes', includes) ?? [],
     outputEnforcement: outputEnforcement as RunRecord['outputEnforcement'],
     cache: json('cache', cache),
+    origin: (row.origin ?? 'GRAPHQL') as RunOrigin,
     status: row.status as RunStatus,
     terminalReason: row.terminalReason as TerminalReason | null,
     finishReason: row.finishReason as FinishReason | null,

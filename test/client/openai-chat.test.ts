@@ -2,9 +2,9 @@ import OpenAI from 'openai'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { sha256Hex } from '../../src/domain/hash.js'
 import { FakeVendorServer } from '../fixtures/fake-vendor.js'
-import { RunDocument } from '../generated/graphql.js'
+import { CreateSessionDocument, EnqueueForKeyDocument, QueueEntryDocument, RunDocument } from '../generated/graphql.js'
 import { vendorCatalog } from '../helpers/catalog-dir.js'
-import { ADMIN_KEY, createKey, gql } from '../helpers/key-checks.js'
+import { ADMIN_KEY, completedRun, createKey, gql } from '../helpers/key-checks.js'
 import { startTestServer, type TestServer } from '../helpers/server.js'
 
 // OpenAI's Chat Completions at /v1, driven by the official openai SDK, onto ordinary runs of
@@ -69,6 +69,20 @@ describe('Chat Completions through the openai SDK', () => {
       })
     },
   )
+
+  it('records which surface admitted each run', async () => {
+    await gql(t.http.url, ADMIN_KEY, CreateSessionDocument, { input: { id: 'from-graphql', defaultProfileId: 'fake-echo' } })
+    const admitted = await gql(t.http.url, ADMIN_KEY, EnqueueForKeyDocument, { input: { sessionId: 'from-graphql', input: 'hi' } })
+    if (admitted.data?.enqueuePrompt.__typename !== 'EnqueuePromptPayload') throw new Error(JSON.stringify(admitted))
+    await completedRun(t.http.url, { sessionId: 'from-graphql', queueId: admitted.data.enqueuePrompt.entry.queueId })
+    const entry = (
+      await gql(t.http.url, ADMIN_KEY, QueueEntryDocument, {
+        sessionId: 'from-graphql',
+        queueId: admitted.data.enqueuePrompt.entry.queueId,
+      })
+    ).data!.queueEntry!
+    expect(entry.run!.origin).toBe('GRAPHQL')
+  })
 
   it('streams chunks: the role first, the text, the finish, and the usage last when asked', async () => {
     const stream = await client.chat.completions.create({
