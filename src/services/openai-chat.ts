@@ -22,6 +22,7 @@ const UNSUPPORTED = [
   'function_call',
   'response_format',
   'modalities',
+  'seed',
 ] as const
 
 /** Text, or text parts (other kinds are refused). */
@@ -113,13 +114,27 @@ export class OpenAIChatService {
     const settings = { id: sessionId, title: 'POST /v1/chat/completions', defaultProfileId: profile.id }
     await this.sessions.openWith(principal.tenantId, settings, history(sessionId, request.messages.slice(0, -1)))
     const input = { sessionId, input: textOf(last.content), profileId: profile.id, overrides: overridesOf(request) }
+    try {
+      return await this.run(principal, request, input, signal)
+    } catch (error) {
+      // refused (a budget, a limit): the session made for it holds nothing
+      await this.sessions.delete(principal.tenantId, sessionId).catch(() => {})
+      throw error
+    }
+  }
+
+  private async run(principal: Principal, request: ChatRequest, input: RunInput, signal: AbortSignal): Promise<ChatAnswer> {
+    const { sessionId } = input
     if (!request.stream) {
       const { run } = await this.runs.runPrompt(principal, input, 'ENQUEUE', 3_600_000, 'OPENAI_CHAT')
       if (!run) throw new NotFoundError('run', sessionId)
       return { runId: run.id, completion: completionOf(run, request.model) }
     }
     const events = (await this.runs.sessionEvents(principal.tenantId, sessionId, 0))[Symbol.asyncIterator]()
-    const entry = await this.runs.enqueue(principal, input, 'ENQUEUE', null, 'OPENAI_CHAT')
+    const entry = await this.runs.enqueue(principal, input, 'ENQUEUE', null, 'OPENAI_CHAT').catch(async (error: unknown) => {
+      await events.return?.()
+      throw error
+    })
     // a client that goes away stops its run: nobody else can read its answer
     const stop = () => void this.runs.cancel(principal.tenantId, sessionId, entry.queueId).catch(() => {})
     signal.addEventListener('abort', stop, { once: true })
@@ -128,6 +143,9 @@ export class OpenAIChatService {
     return { runId: started.id, chunks: chunksOf(events, started, request.model, includeUsage, stop) }
   }
 }
+
+type ChatRequest = z.infer<typeof chatSchema>
+type RunInput = { sessionId: string; input: string; profileId: string; overrides: ReturnType<typeof overridesOf> }
 
 function parseChat(body: unknown) {
   const parsed = chatSchema.safeParse(body)
@@ -144,7 +162,7 @@ function parseChat(body: unknown) {
 }
 
 /** The request's settings as a run's overrides. */
-function overridesOf(request: z.infer<typeof chatSchema>) {
+function overridesOf(request: ChatRequest) {
   const maxTokens = request.max_completion_tokens ?? request.max_tokens
   return {
     ...(request.temperature != null && { temperature: request.temperature }),

@@ -2,7 +2,7 @@ import OpenAI from 'openai'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { sha256Hex } from '../../src/domain/hash.js'
 import { FakeVendorServer } from '../fixtures/fake-vendor.js'
-import { CreateSessionDocument, EnqueueForKeyDocument, QueueEntryDocument, RunDocument } from '../generated/graphql.js'
+import { CreateSessionDocument, EnqueueForKeyDocument, QueueEntryDocument, RunDocument, SessionsDocument } from '../generated/graphql.js'
 import { vendorCatalog } from '../helpers/catalog-dir.js'
 import { ADMIN_KEY, completedRun, createKey, gql } from '../helpers/key-checks.js'
 import { startTestServer, type TestServer } from '../helpers/server.js'
@@ -23,7 +23,15 @@ describe('Chat Completions through the openai SDK', () => {
       secrets: { OA_KEY: 'sk-test-openai', AN_KEY: 'sk-test-anthropic' },
       app: {
         catalogDir: vendorCatalog(openai, anthropic, {
-          profiles: ['{ id: fake-slow, backendId: fake, model: echo, settings: { extra: { tokenDelayMs: 100 } } }'],
+          backends: [
+            '{ id: oa-p, kind: OPENAI, baseUrl: "' +
+              openai.baseUrl +
+              '", credentialEnv: OA_KEY, prices: { gpt-test: { inputPerMillion: 1, outputPerMillion: 2 } } }',
+          ],
+          profiles: [
+            '{ id: fake-slow, backendId: fake, model: echo, settings: { extra: { tokenDelayMs: 100 } } }',
+            '{ id: oa-priced, backendId: oa-p, model: gpt-test }',
+          ],
         }),
         apiKeys: [{ sha256: sha256Hex(ADMIN_KEY), tenantId: 'acme', role: 'admin' }],
       },
@@ -144,7 +152,19 @@ describe('Chat Completions through the openai SDK', () => {
     expect(n).toBeInstanceOf(OpenAI.BadRequestError)
     expect(n).toMatchObject({ status: 400, code: 'unsupported_parameter', param: 'n' })
     expect(await refused({ logprobs: true })).toMatchObject({ status: 400, code: 'unsupported_parameter', param: 'logprobs' })
+    expect(await refused({ seed: 7 })).toMatchObject({ status: 400, code: 'unsupported_parameter', param: 'seed' })
     expect(await refused({ model: 'no-such-profile' })).toMatchObject({ status: 404, code: 'model_not_found' })
+  })
+
+  it('answers a spent budget 429 insufficient_quota, and keeps no session for it', async () => {
+    const spent = await createKey(t.http.url, { budget: { costUsd: 0.000001, period: 'DAY' } })
+    const asKey = new OpenAI({ baseURL: `${t.http.url}/v1`, apiKey: spent.secret, maxRetries: 0 })
+    const before = (await gql(t.http.url, ADMIN_KEY, SessionsDocument, { first: 200 })).data!.sessions.edges.length
+    const refused = await asKey.chat.completions
+      .create({ model: 'oa-priced', messages: [{ role: 'user', content: 'hi' }], max_tokens: 100 })
+      .catch((error: unknown) => error)
+    expect(refused).toMatchObject({ status: 429, code: 'insufficient_quota' })
+    expect((await gql(t.http.url, ADMIN_KEY, SessionsDocument, { first: 200 })).data!.sessions.edges.length).toBe(before)
   })
 
   it('answers a revoked key 401 and a key over its rate 429, in OpenAI’s shape', async () => {
