@@ -36,13 +36,14 @@ function openAIError(error: PromptlineError, Response: typeof globalThis.Respons
  * unfinished (yoga's request signal does not follow the socket), or the request's own signal.
  */
 function clientGone(request: Request, serverContext: unknown): AbortSignal {
-  const response = (serverContext as { res?: ServerResponse }).res
-  if (!response) return request.signal
   const gone = new AbortController()
-  response.once('close', () => {
+  const response = (serverContext as { res?: ServerResponse }).res
+  response?.once('close', () => {
     if (!response.writableFinished) gone.abort()
   })
-  return AbortSignal.any([gone.signal, request.signal])
+  // the request's signal is a ponyfill's on some Node versions, which AbortSignal.any refuses
+  request.signal.addEventListener('abort', () => gone.abort(), { once: true })
+  return gone.signal
 }
 
 /** Server-sent events of `chunks`, ended by `data: [DONE]`. */
