@@ -39,7 +39,7 @@ export type TerminalReason = (typeof TERMINAL_REASONS)[number]
 
 /** Why the model's answer ended, the same for every vendor. */
 /** Which surface admitted a run: GraphQL, or the OpenAI API's Chat Completions. */
-export type RunOrigin = 'GRAPHQL' | 'OPENAI_CHAT'
+export type RunOrigin = 'GRAPHQL' | 'OPENAI_CHAT' | 'OPENAI_RESPONSES'
 
 const FINISH_REASONS = ['STOP', 'LENGTH', 'TOOL_CALLS', 'CONTENT_FILTER', 'REFUSAL', 'OTHER'] as const
 export type FinishReason = (typeof FINISH_REASONS)[number]
@@ -74,6 +74,8 @@ export interface RunRequest {
   cache?: ResponseCacheLayer
   /** Images, files and more text for the user message (the plain input, or the prompt's last user message); absent when none. */
   parts?: ContentPart[]
+  /** A conversation given whole (the OpenAI surfaces'): it follows the prompt's messages, its leading system messages joining theirs; absent when none. */
+  messages?: ChatMessage[]
   /** The run whose request this one replays; absent otherwise. */
   replayOf?: string
   /** Fixed at admission, kept with the entry: a queued or recovered entry runs what it was admitted with. */

@@ -5,7 +5,7 @@ import { contentPartSchema, toContentPart } from './content-parts.js'
 import { envNameSchema, idSchema, parseInput, responseCacheLayerSchema, settingsLayerSchema } from './definitions.js'
 import { boundedJsonObject } from './json-bounds.js'
 import { promptRefShape } from './prompt-labels.js'
-import type { RunOrigin, RunRequest } from './records.js'
+import type { ChatMessage, RunOrigin, RunRequest } from './records.js'
 import { toolLayerOf, toolLayerShape } from './tools.js'
 import { webhookUrlSchema } from './webhooks.js'
 
@@ -15,6 +15,22 @@ export const MAX_TEXT = 1024 * 1024
 /** A tag: a short word to group runs and their usage by. */
 const tagSchema = z.string().regex(/^[A-Za-z0-9_.:/=-]{1,64}$/, 'must be 1-64 characters of A-Z a-z 0-9 _ . : / = -')
 const MAX_TAGS = 16
+
+const toolCallSchema = z.strictObject({
+  callId: z.string().min(1).max(64),
+  name: z.string().min(1).max(64),
+  arguments: z.string().max(MAX_TEXT),
+})
+
+/** A message of a conversation a request carries whole (the OpenAI surfaces' messages and input items). */
+const conversationMessageSchema = z.strictObject({
+  role: z.enum(['system', 'user', 'assistant', 'tool']),
+  content: z.string().max(MAX_TEXT),
+  parts: z.array(contentPartSchema).max(64).nullish(),
+  toolCalls: z.array(toolCallSchema).max(128).nullish(),
+  toolCallId: z.string().min(1).max(64).nullish(),
+  isError: z.boolean().nullish(),
+})
 
 /** What a caller asks to run; validated once, at the service boundary. */
 const runRequestSchema = z
@@ -28,6 +44,7 @@ const runRequestSchema = z
     credentialEnv: envNameSchema.nullish(),
     cache: responseCacheLayerSchema.nullish(),
     parts: z.array(contentPartSchema).max(64).nullish(),
+    messages: z.array(conversationMessageSchema).min(1).max(1000).nullish(),
     ...toolLayerShape,
     tags: z
       .array(tagSchema)
@@ -35,7 +52,7 @@ const runRequestSchema = z
       .refine((tags) => new Set(tags).size === tags.length, 'names a tag twice')
       .nullish(),
   })
-  .refine((r) => r.promptId != null || r.promptRef != null || r.input != null, {
+  .refine((r) => r.promptId != null || r.promptRef != null || r.input != null || r.messages != null, {
     message: 'give a promptId, a promptRef or an input text',
     path: ['promptId'],
   })
@@ -64,6 +81,19 @@ export function parseRunRequest(value: unknown, root: string): RunRequest {
     ...(parsed.tags != null && parsed.tags.length > 0 && { tags: parsed.tags }),
     ...(parsed.cache != null && { cache: parsed.cache }),
     ...(parsed.parts != null && parsed.parts.length > 0 && { parts: parsed.parts.map(toContentPart) }),
+    ...(parsed.messages != null && { messages: parsed.messages.map(toChatMessage) }),
+  }
+}
+
+/** A parsed conversation message without its nulls, as a model receives it. */
+function toChatMessage(parsed: z.infer<typeof conversationMessageSchema>): ChatMessage {
+  return {
+    role: parsed.role,
+    content: parsed.content,
+    ...(parsed.parts != null && parsed.parts.length > 0 && { parts: parsed.parts.map(toContentPart) }),
+    ...(parsed.toolCalls != null && parsed.toolCalls.length > 0 && { toolCalls: parsed.toolCalls }),
+    ...(parsed.toolCallId != null && { toolCallId: parsed.toolCallId }),
+    ...(parsed.isError != null && { isError: parsed.isError }),
   }
 }
 

@@ -44,6 +44,13 @@ function toChatMessage(m: StoredMessage): ChatMessage {
   return message
 }
 
+/** The leading system messages, and the rest. */
+function splitLeadingSystem(messages: ChatMessage[]): [ChatMessage[], ChatMessage[]] {
+  const first = messages.findIndex((m) => m.role !== 'system')
+  const split = first < 0 ? messages.length : first
+  return [messages.slice(0, split), messages.slice(split)]
+}
+
 /** One profile a run may use: the requested one first, then its failover candidates. */
 export interface Candidate extends ProfileTarget {
   profile: Profile
@@ -74,6 +81,8 @@ export interface Resolution extends ProfileTarget {
   input: string | null
   /** The request's own parts, for its user message. */
   parts: ContentPart[] | null
+  /** The conversation the request gives whole, after the prompt's messages. */
+  messages: ChatMessage[] | null
   profile: Profile
   backend: Backend
   output: OutputContract
@@ -199,6 +208,7 @@ export class PromptPreparer {
       includes,
       input,
       parts: request.parts ?? null,
+      messages: request.messages ?? null,
       profile,
       backend: primary.backend,
       model: primary.model,
@@ -269,8 +279,9 @@ export class PromptPreparer {
       const { error } = compileOutputSchema(output.schema)
       if (error !== undefined) throw new PromptLoadError(`output schema of prompt '${prompt.id}' does not compile: ${error}`)
     }
-    // a plain input is sent as it is: it is the user's text, not a template
-    let rendered: ChatMessage[] = [{ role: 'user', content: resolution.input ?? '' }]
+    // a plain input is sent as it is: it is the user's text, not a template; a conversation given whole stands for it
+    const given = resolution.messages ?? []
+    let rendered: ChatMessage[] = given.length > 0 && resolution.input === null ? [] : [{ role: 'user', content: resolution.input ?? '' }]
     if (prompt) {
       const templates = prompt.definition.messages
       const included = includedText(resolution.includes)
@@ -282,12 +293,12 @@ export class PromptPreparer {
       const parts = renderParts(templates, resolution.variables, included)
       rendered = templates.map((m, i) => ({ role: m.role, content: contents[i]!, ...(parts[i] && { parts: parts[i] }) }))
     }
-    const leadingSystem = rendered.findIndex((m) => m.role !== 'system')
-    const split = leadingSystem < 0 ? rendered.length : leadingSystem
+    const [leading, turn] = splitLeadingSystem(rendered)
+    const [givenLeading, givenTurn] = splitLeadingSystem(given)
     return {
       ...resolution,
-      leading: rendered.slice(0, split),
-      turn: withRequestParts(rendered.slice(split), resolution.parts ?? undefined),
+      leading: [...leading, ...givenLeading],
+      turn: withRequestParts([...turn, ...givenTurn], resolution.parts ?? undefined),
     }
   }
 

@@ -20,6 +20,7 @@ const RunOriginEnum = builder.enumType('RunOrigin', {
   values: describedValues<RunOrigin>({
     GRAPHQL: 'The GraphQL API (enqueuePrompt, runPrompt, schedulePrompt, replayRun).',
     OPENAI_CHAT: "The OpenAI API's POST /v1/chat/completions.",
+    OPENAI_RESPONSES: "The OpenAI API's POST /v1/responses.",
   }),
 })
 

@@ -41,6 +41,7 @@ import { FileService } from '../services/file-service.js'
 import { KeyLimiter, type WithoutCounters } from '../services/key-limits.js'
 import { KeyRing } from '../services/key-ring.js'
 import { OpenAIChatService } from '../services/openai-chat.js'
+import { OpenAIResponsesService } from '../services/openai-responses.js'
 import { ReplayService } from '../services/replay-service.js'
 import { RunService } from '../services/run-service.js'
 import { SessionHost } from '../services/session-host.js'
@@ -252,7 +253,11 @@ export async function createApp(options: AppOptions, secrets: SecretLookup, logg
         return options.redisUrl ? [database, { dependency: 'redis', up: await answers(link!.ping()) }] : [database]
       },
     })
-    const openai = new OpenAIChatService(runs, sessions, services.catalog)
+    const openai = {
+      chat: new OpenAIChatService(runs, sessions),
+      responses: new OpenAIResponsesService(runs, sessions),
+      catalog: services.catalog,
+    }
     const yoga = createPromptlineYoga({
       schema,
       services,

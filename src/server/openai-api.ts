@@ -1,10 +1,14 @@
 import type { ServerResponse } from 'node:http'
 import type { Plugin } from 'graphql-yoga'
+import type { Principal } from '../domain/access.js'
 import { PromptlineError, RateLimitedError, UnauthenticatedError, UnavailableError } from '../domain/errors.js'
 import type { Logger } from '../domain/logger.js'
+import type { CatalogService } from '../services/catalog-service.js'
 import type { KeyLimiter } from '../services/key-limits.js'
 import type { KeyRing } from '../services/key-ring.js'
-import { type OpenAIChatService, UnsupportedParameterError } from '../services/openai-chat.js'
+import type { OpenAIChatService } from '../services/openai-chat.js'
+import type { OpenAIResponsesService, ResponseAnswer } from '../services/openai-responses.js'
+import { listModels, UnsupportedParameterError } from '../services/openai-shapes.js'
 
 /** OpenAI's status and error type for each of our codes; anything else is a server error. */
 const OPENAI_ERRORS: Record<string, [status: number, type: string, code?: string]> = {
@@ -46,17 +50,21 @@ function clientGone(request: Request, serverContext: unknown): AbortSignal {
   return gone.signal
 }
 
-/** Server-sent events of `chunks`, ended by `data: [DONE]`. */
-function eventStream(chunks: AsyncIterable<unknown>): ReadableStream<Uint8Array> {
+/** Server-sent events: each chunk as `data:` (with its `event:` name when it has a type), then `data: [DONE]` when asked. */
+function eventStream(chunks: AsyncIterable<unknown>, done: boolean): ReadableStream<Uint8Array> {
   const encoder = new TextEncoder()
   const iterator = chunks[Symbol.asyncIterator]()
   return new ReadableStream({
     async pull(controller) {
       const next = await iterator.next()
       if (next.done) {
-        controller.enqueue(encoder.encode('data: [DONE]\n\n'))
+        if (done) controller.enqueue(encoder.encode('data: [DONE]\n\n'))
         controller.close()
-      } else controller.enqueue(encoder.encode(`data: ${JSON.stringify(next.value)}\n\n`))
+        return
+      }
+      const type = (next.value as { type?: unknown }).type
+      const name = typeof type === 'string' ? `event: ${type}\n` : ''
+      controller.enqueue(encoder.encode(`${name}data: ${JSON.stringify(next.value)}\n\n`))
     },
     async cancel() {
       await iterator.return?.()
@@ -64,11 +72,68 @@ function eventStream(chunks: AsyncIterable<unknown>): ReadableStream<Uint8Array>
   })
 }
 
+const SSE_HEADERS = { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' }
+
+/** The OpenAI API's services, by what they answer. */
+export interface OpenAIServices {
+  chat: OpenAIChatService
+  responses: OpenAIResponsesService
+  catalog: CatalogService
+}
+
+type Route = (
+  principal: Principal,
+  request: Request,
+  url: URL,
+  signal: AbortSignal,
+  Response: typeof globalThis.Response,
+) => Promise<Response>
+
+const RESPONSE_PATH = /^\/v1\/responses\/([^/]+)(\/cancel|\/input_items)?$/
+
+/** The route of a method and path; null when none is. */
+function routeOf(services: OpenAIServices, method: string, path: string): Route | null {
+  const { chat, responses, catalog } = services
+  if (method === 'GET' && path === '/v1/models')
+    return async (principal, _r, _u, _s, Response) => Response.json(await listModels(catalog, principal))
+  if (method === 'POST' && path === '/v1/chat/completions') {
+    return async (principal, request, _u, signal, Response) => {
+      const answer = await chat.complete(principal, await request.json().catch(() => null), signal)
+      const headers = { 'x-promptline-run-id': answer.runId }
+      if ('completion' in answer) return Response.json(answer.completion, { headers })
+      return new Response(eventStream(answer.chunks, true), { headers: { ...headers, ...SSE_HEADERS } })
+    }
+  }
+  const respond = (answer: ResponseAnswer, Response: typeof globalThis.Response) =>
+    'events' in answer ? new Response(eventStream(answer.events, false), { headers: SSE_HEADERS }) : Response.json(answer.response)
+  if (method === 'POST' && path === '/v1/responses') {
+    return async (principal, request, _u, signal, Response) =>
+      respond(await responses.create(principal, await request.json().catch(() => null), signal), Response)
+  }
+  const [, id, action] = RESPONSE_PATH.exec(path) ?? []
+  if (!id) return null
+  const responseId = decodeURIComponent(id)
+  if (method === 'GET' && action === undefined) {
+    return async (principal, _r, url, _s, Response) => {
+      const stream = url.searchParams.get('stream') === 'true'
+      const after = Number(url.searchParams.get('starting_after') ?? -1)
+      return respond(await responses.retrieve(principal, responseId, stream, Number.isInteger(after) ? after : -1), Response)
+    }
+  }
+  if (method === 'POST' && action === '/cancel')
+    return async (principal, _r, _u, _s, Response) => Response.json(await responses.cancelResponse(principal, responseId))
+  if (method === 'GET' && action === '/input_items') {
+    return async (principal, _r, url, _s, Response) =>
+      Response.json(await responses.inputItems(principal, responseId, url.searchParams.get('order')))
+  }
+  return null
+}
+
 /**
- * The OpenAI API under `/v1`, beside GraphQL: `GET /v1/models` and `POST /v1/chat/completions`,
- * with the same keys (`Authorization: Bearer`) and limits; errors in OpenAI's shape.
+ * The OpenAI API under `/v1`, beside GraphQL: models, chat completions and responses, with the
+ * same keys (`Authorization: Bearer`) and limits; errors in OpenAI's shape.
  */
-export function useOpenAIApi(chat: OpenAIChatService, keys: KeyRing, limiter: KeyLimiter, logger: Logger): Plugin {
+export function useOpenAIApi(services: OpenAIServices, keys: KeyRing, limiter: KeyLimiter, logger: Logger): Plugin {
   return {
     async onRequest({ request, url, endResponse, fetchAPI, serverContext }) {
       if (!url.pathname.startsWith('/v1/')) return
@@ -77,24 +142,12 @@ export function useOpenAIApi(chat: OpenAIChatService, keys: KeyRing, limiter: Ke
         const principal = await keys.authenticate(request.headers.get('authorization'))
         if (!principal) throw new UnauthenticatedError('a valid API key is required: send Authorization: Bearer <key>')
         await limiter.countRequests(principal, 1)
-        if (url.pathname === '/v1/models' && request.method === 'GET') return endResponse(Response.json(await chat.models(principal)))
-        if (url.pathname !== '/v1/chat/completions' || request.method !== 'POST') {
-          return endResponse(
-            Response.json(
-              { error: { message: `no route ${request.method} ${url.pathname}`, type: 'invalid_request_error', code: null, param: null } },
-              { status: 404 },
-            ),
-          )
+        const route = routeOf(services, request.method, url.pathname)
+        if (!route) {
+          const error = { message: `no route ${request.method} ${url.pathname}`, type: 'invalid_request_error', code: null, param: null }
+          return endResponse(Response.json({ error }, { status: 404 }))
         }
-        const body: unknown = await request.json().catch(() => null)
-        const answer = await chat.complete(principal, body, clientGone(request, serverContext))
-        const headers = { 'x-promptline-run-id': answer.runId }
-        if ('completion' in answer) return endResponse(Response.json(answer.completion, { headers }))
-        endResponse(
-          new Response(eventStream(answer.chunks), {
-            headers: { ...headers, 'content-type': 'text/event-stream', 'cache-control': 'no-cache' },
-          }),
-        )
+        endResponse(await route(principal, request, url, clientGone(request, serverContext), Response))
       } catch (error) {
         if (error instanceof PromptlineError) return endResponse(openAIError(error, Response))
         logger.error('an OpenAI API request failed', { path: url.pathname, error: (error as Error).message })

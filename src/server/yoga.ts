@@ -11,7 +11,6 @@ import { maskError } from '../schema/errors.js'
 import type { FileService } from '../services/file-service.js'
 import type { KeyLimiter } from '../services/key-limits.js'
 import type { KeyRing } from '../services/key-ring.js'
-import type { OpenAIChatService } from '../services/openai-chat.js'
 import { useCompiledSubscriptions } from './compiled-subscriptions.js'
 import { useConsole } from './console.js'
 import { useFileUploads } from './files.js'
@@ -19,7 +18,7 @@ import { GRAPHIQL_OPTIONS, renderSelfHostedGraphiQL } from './graphiql.js'
 import { requestLimitPlugins } from './limits.js'
 import type { PrometheusMetrics } from './metrics.js'
 import type { OpenSubscriptions } from './open-subscriptions.js'
-import { useOpenAIApi } from './openai-api.js'
+import { type OpenAIServices, useOpenAIApi } from './openai-api.js'
 import { useRequestLog } from './request-log.js'
 
 /** Where graphql-sse clients connect, in either mode of the GraphQL-over-SSE protocol. */
@@ -82,7 +81,7 @@ export function createPromptlineYoga(options: {
   keys: KeyRing
   limiter: KeyLimiter
   /** The OpenAI API under /v1. */
-  openai: OpenAIChatService
+  openai: OpenAIServices
   limits: RequestLimits
   metrics: PrometheusMetrics
   subscriptions: OpenSubscriptions

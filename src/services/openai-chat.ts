@@ -1,11 +1,22 @@
 import { randomUUID } from 'node:crypto'
 import { z } from 'zod'
-import type { Principal } from '../domain/access.js'
-import { idSchema } from '../domain/definitions.js'
-import { InvalidRequestError, NotFoundError } from '../domain/errors.js'
+import { type Principal, recordedKeyId } from '../domain/access.js'
+import type { ContentPart } from '../domain/content-parts.js'
+import { InvalidRequestError } from '../domain/errors.js'
 import type { SessionEvent } from '../domain/events.js'
-import type { FinishReason, MessageRecord, RunRecord } from '../domain/records.js'
-import type { CatalogService } from './catalog-service.js'
+import type { ChatMessage, RunRecord } from '../domain/records.js'
+import { pendingCalls } from '../domain/tools.js'
+import { type ChatChunk, chatChunks, wholeCompletion } from './openai-chat-chunks.js'
+import {
+  mediaPart,
+  modelTarget,
+  parseBody,
+  promptVariablesSchema,
+  refuseUnsupported,
+  toolFields,
+  UnsupportedParameterError,
+  userTag,
+} from './openai-shapes.js'
 import type { RunService } from './run-service.js'
 import type { SessionService } from './session-service.js'
 
@@ -16,25 +27,45 @@ const UNSUPPORTED = [
   'audio',
   'prediction',
   'logit_bias',
-  'tools',
-  'tool_choice',
+  'modalities',
+  'seed',
   'functions',
   'function_call',
   'response_format',
-  'modalities',
-  'seed',
-] as const
+]
 
-/** Text, or text parts (other kinds are refused). */
-const contentSchema = z.union([z.string(), z.array(z.object({ type: z.literal('text'), text: z.string() }).passthrough())])
+const partSchema = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('text'), text: z.string() }),
+  z.object({ type: z.literal('image_url'), image_url: z.object({ url: z.string(), detail: z.string().nullish() }) }),
+  z.object({ type: z.literal('file'), file: z.object({ file_id: z.string() }) }),
+])
 
-const messageSchema = z
-  .object({ role: z.enum(['system', 'developer', 'user', 'assistant']), content: contentSchema.nullish() })
-  .passthrough()
+const toolCallSchema = z.object({
+  id: z.string(),
+  type: z.literal('function'),
+  function: z.object({ name: z.string(), arguments: z.string() }),
+})
+
+const messageSchema = z.discriminatedUnion('role', [
+  z.object({ role: z.enum(['system', 'developer', 'user']), content: z.union([z.string(), z.array(partSchema)]) }),
+  z.object({
+    role: z.literal('assistant'),
+    content: z.union([z.string(), z.array(partSchema)]).nullish(),
+    tool_calls: z.array(toolCallSchema).nullish(),
+  }),
+  z.object({ role: z.literal('tool'), content: z.union([z.string(), z.array(partSchema)]), tool_call_id: z.string() }),
+])
+
+const functionSchema = z.object({
+  name: z.string(),
+  description: z.string().nullish(),
+  parameters: z.record(z.string(), z.unknown()).nullish(),
+  strict: z.boolean().nullish(),
+})
 
 const chatSchema = z
   .object({
-    model: idSchema,
+    model: z.string().min(1).max(256),
     messages: z.array(messageSchema).min(1).max(1000),
     stream: z.boolean().nullish(),
     stream_options: z.object({ include_usage: z.boolean().nullish() }).passthrough().nullish(),
@@ -45,119 +76,134 @@ const chatSchema = z
     stop: z.union([z.string(), z.array(z.string()).max(4)]).nullish(),
     n: z.number().int().nullish(),
     user: z.string().max(256).nullish(),
+    tools: z
+      .array(z.object({ type: z.literal('function'), function: functionSchema }))
+      .max(128)
+      .nullish(),
+    tool_choice: z
+      .union([z.enum(['auto', 'none', 'required']), z.object({ type: z.literal('function'), function: z.object({ name: z.string() }) })])
+      .nullish(),
+    parallel_tool_calls: z.boolean().nullish(),
+    profile: z.string().nullish(),
+    prompt_variables: promptVariablesSchema,
+    metadata: z.object({ prompt_variables: promptVariablesSchema }).passthrough().nullish(),
   })
   .passthrough()
 
-/** Where a chat completion's error points, as OpenAI names it (`param`). */
-export class UnsupportedParameterError extends InvalidRequestError {}
+type ChatRequest = z.infer<typeof chatSchema>
 
 /** What the HTTP layer answers: a whole completion, or chunks to stream. */
-export type ChatAnswer =
-  | { runId: string; completion: Record<string, unknown> }
-  | { runId: string; chunks: AsyncIterable<Record<string, unknown>> }
-
-const FINISH: Record<FinishReason, string> = {
-  STOP: 'stop',
-  LENGTH: 'length',
-  TOOL_CALLS: 'tool_calls',
-  CONTENT_FILTER: 'content_filter',
-  REFUSAL: 'content_filter',
-  OTHER: 'stop',
-}
-
-const textOf = (content: z.infer<typeof contentSchema> | null | undefined) =>
-  typeof content === 'string' ? content : (content ?? []).map((part) => part.text).join('')
-
-/** OpenAI's usage object from a run's. */
-function usageOf(run: RunRecord) {
-  const usage = run.usage ?? { inputTokens: 0, outputTokens: 0, cacheReadTokens: 0, cacheWriteTokens: 0, reasoningTokens: 0 }
-  return {
-    prompt_tokens: usage.inputTokens,
-    completion_tokens: usage.outputTokens,
-    total_tokens: usage.inputTokens + usage.outputTokens,
-    prompt_tokens_details: { cached_tokens: usage.cacheReadTokens },
-    completion_tokens_details: { reasoning_tokens: usage.reasoningTokens },
-  }
-}
+export type ChatAnswer = { runId: string; completion: Record<string, unknown> } | { runId: string; chunks: AsyncIterable<ChatChunk> }
 
 /**
- * OpenAI's Chat Completions onto ordinary runs: each request is a run in a session of its own,
- * whose history is the request's messages before the last user message.
+ * OpenAI's Chat Completions onto ordinary runs. A request is a run in a session of its own, the
+ * messages its conversation; one whose messages end answering a waiting run's tool calls gives
+ * that run its results instead, and answers with its next round.
  */
 export class OpenAIChatService {
   constructor(
     private readonly runs: RunService,
     private readonly sessions: SessionService,
-    private readonly catalog: CatalogService,
   ) {}
-
-  /** `GET /v1/models`: every profile of the tenant, by id. */
-  async models(principal: Principal) {
-    const profiles = await this.catalog.listProfiles(principal.tenantId)
-    const allowed = principal.policy?.allowedProfiles
-    return {
-      object: 'list',
-      data: profiles
-        .filter((p) => !allowed || allowed.includes(p.id))
-        .map((p) => ({ id: p.id, object: 'model', created: 0, owned_by: p.backendId })),
-    }
-  }
 
   /** `POST /v1/chat/completions`: the run, whole or as chunks as it streams. */
   async complete(principal: Principal, body: unknown, signal: AbortSignal): Promise<ChatAnswer> {
     const request = parseChat(body)
-    const profile = await this.catalog.listProfiles(principal.tenantId).then((all) => all.find((p) => p.id === request.model))
-    if (!profile) throw new NotFoundError('model', request.model)
-    const last = request.messages.at(-1)!
-    if (last.role !== 'user') throw InvalidRequestError.at('messages', 'the last message must be a user message')
+    const messages = request.messages.map(chatMessageOf)
+    const waiting = await this.waitingFor(principal, messages)
+    if (waiting) return this.resume(principal, request, waiting, messages, signal)
     const sessionId = `chatcmpl-${randomUUID()}`
-    const settings = { id: sessionId, title: 'POST /v1/chat/completions', defaultProfileId: profile.id }
-    await this.sessions.openWith(principal.tenantId, settings, history(sessionId, request.messages.slice(0, -1)))
-    const input = { sessionId, input: textOf(last.content), profileId: profile.id, overrides: overridesOf(request) }
+    await this.sessions.create(principal.tenantId, { id: sessionId, title: 'POST /v1/chat/completions' })
     try {
-      return await this.run(principal, request, input, signal)
+      return await this.start(principal, request, sessionId, messages, signal)
     } catch (error) {
-      // refused (a budget, a limit): the session made for it holds nothing
+      // refused (a budget, a limit, a missing model): the session made for it holds nothing
       await this.sessions.delete(principal.tenantId, sessionId).catch(() => {})
       throw error
     }
   }
 
-  private async run(principal: Principal, request: ChatRequest, input: RunInput, signal: AbortSignal): Promise<ChatAnswer> {
-    const { sessionId } = input
-    if (!request.stream) {
-      const { run } = await this.runs.runPrompt(principal, input, 'ENQUEUE', 3_600_000, 'OPENAI_CHAT')
-      if (!run) throw new NotFoundError('run', sessionId)
-      return { runId: run.id, completion: completionOf(run, request.model) }
-    }
+  private async start(principal: Principal, request: ChatRequest, sessionId: string, messages: ChatMessage[], signal: AbortSignal) {
     const events = (await this.runs.sessionEvents(principal.tenantId, sessionId, 0))[Symbol.asyncIterator]()
+    const input = {
+      sessionId,
+      ...modelTarget(request.model, request.profile),
+      messages,
+      variables: request.prompt_variables ?? request.metadata?.prompt_variables ?? null,
+      overrides: overridesOf(request),
+      ...toolFields(
+        request.tools?.map((t) => t.function),
+        choiceOf(request),
+        request.parallel_tool_calls,
+      ),
+      ...userTag(request.user),
+    }
     const entry = await this.runs.enqueue(principal, input, 'ENQUEUE', null, 'OPENAI_CHAT').catch(async (error: unknown) => {
       await events.return?.()
       throw error
     })
+    return this.answer(principal, request, events, { sessionId, queueId: entry.queueId }, signal)
+  }
+
+  /** Submits the results the messages end with to the run waiting for them, then answers its next round. */
+  private async resume(principal: Principal, request: ChatRequest, run: RunRecord, messages: ChatMessage[], signal: AbortSignal) {
+    const { tenantId } = principal
+    const results = trailingResults(messages).map((m) => ({ callId: m.toolCallId!, output: m.content, isError: m.isError ?? null }))
+    const events = (await this.runs.sessionEvents(tenantId, run.sessionId!, null))[Symbol.asyncIterator]()
+    try {
+      await this.runs.submitToolResults(tenantId, { runId: run.id, results })
+    } catch (error) {
+      await events.return?.()
+      throw error
+    }
+    return this.answer(principal, request, events, { sessionId: run.sessionId!, queueId: run.queueId! }, signal, run)
+  }
+
+  private async answer(
+    principal: Principal,
+    request: ChatRequest,
+    events: AsyncIterator<SessionEvent>,
+    entry: { sessionId: string; queueId: string },
+    signal: AbortSignal,
+    resumed: RunRecord | null = null,
+  ): Promise<ChatAnswer> {
+    const { tenantId } = principal
     // a client that goes away stops its run: nobody else can read its answer
-    const stop = () => void this.runs.cancel(principal.tenantId, sessionId, entry.queueId).catch(() => {})
+    const stop = () => void this.runs.cancel(tenantId, entry.sessionId, entry.queueId).catch(() => {})
     signal.addEventListener('abort', stop, { once: true })
-    const started = await startOf(events)
-    const includeUsage = request.stream_options?.include_usage ?? false
-    return { runId: started.id, chunks: chunksOf(events, started, request.model, includeUsage, stop) }
+    const paused = (runId: string) => this.runs.run(tenantId, runId)
+    const includeUsage = !request.stream || (request.stream_options?.include_usage ?? false)
+    const chunks = chatChunks(events, { model: request.model, includeUsage, resumed, paused, stop })
+    const { runId, stream } = await chunks
+    if (request.stream) return { runId, chunks: stream }
+    return { runId, completion: await wholeCompletion(stream) }
+  }
+
+  /** The run of this key waiting for exactly the results the messages end with; null when none is. */
+  private async waitingFor(principal: Principal, messages: ChatMessage[]): Promise<RunRecord | null> {
+    const answered = new Set(trailingResults(messages).map((m) => m.toolCallId))
+    if (answered.size === 0) return null
+    const waiting = await this.runs.runs(principal.tenantId, { status: 'REQUIRES_ACTION' }, null, 200)
+    return (
+      waiting.find((run) => {
+        const pending = run.toolRounds.at(-1) ? pendingCalls(run.toolRounds.at(-1)!) : []
+        return (
+          run.origin === 'OPENAI_CHAT' &&
+          run.keyId === recordedKeyId(principal) &&
+          pending.length === answered.size &&
+          pending.every((call) => answered.has(call.callId))
+        )
+      }) ?? null
+    )
   }
 }
 
-type ChatRequest = z.infer<typeof chatSchema>
-type RunInput = { sessionId: string; input: string; profileId: string; overrides: ReturnType<typeof overridesOf> }
-
-function parseChat(body: unknown) {
-  const parsed = chatSchema.safeParse(body)
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0]!
-    throw InvalidRequestError.at(issue.path.join('.') || 'body', issue.message)
-  }
-  const request = parsed.data
-  for (const param of UNSUPPORTED)
-    if ((request as Record<string, unknown>)[param] != null)
-      throw new UnsupportedParameterError(`promptline does not support '${param}'`, param)
+function parseChat(body: unknown): ChatRequest {
+  const request = parseBody(chatSchema, body)
+  refuseUnsupported(request, UNSUPPORTED)
   if ((request.n ?? 1) !== 1) throw new UnsupportedParameterError('promptline answers one choice: n must be 1', 'n')
+  const last = request.messages.at(-1)!
+  if (last.role === 'assistant') throw InvalidRequestError.at('messages', 'the last message must not be an assistant message')
   return request
 }
 
@@ -172,77 +218,37 @@ function overridesOf(request: ChatRequest) {
   }
 }
 
-/** The messages before the last, as the new session's history. */
-function history(sessionId: string, messages: z.infer<typeof messageSchema>[]): MessageRecord[] {
-  const createdAt = new Date().toISOString()
-  return messages.map((m, i) => ({
-    id: randomUUID(),
-    sessionId,
-    position: i + 1,
-    role: m.role === 'developer' ? 'system' : m.role,
-    content: textOf(m.content),
-    parts: [],
-    toolCalls: [],
-    toolCallId: null,
-    runId: null,
-    interrupted: false,
-    createdAt,
-  }))
+function choiceOf(request: ChatRequest) {
+  const choice = request.tool_choice
+  return typeof choice === 'object' && choice !== null ? { name: choice.function.name } : choice
 }
 
-function completionOf(run: RunRecord, model: string) {
-  return {
-    id: `chatcmpl-${run.id}`,
-    object: 'chat.completion',
-    created: Math.floor(Date.parse(run.startedAt) / 1000),
-    model,
-    choices: [
-      {
-        index: 0,
-        message: { role: 'assistant', content: run.output ?? '', refusal: null },
-        finish_reason: FINISH[run.finishReason ?? 'STOP'],
-        logprobs: null,
-      },
-    ],
-    usage: usageOf(run),
-  }
-}
+type MessagePart = z.infer<typeof partSchema>
 
-/** Reads the session's events up to its run's start: the run (its id names the completion). */
-async function startOf(events: AsyncIterator<SessionEvent>): Promise<RunRecord> {
-  for (let next = await events.next(); !next.done; next = await events.next()) if (next.value.type === 'RUN_STARTED') return next.value.run
-  throw new NotFoundError('run', 'of this completion')
-}
-
-/** The run's events as chunks: the role first, then its text, then its finish (and usage, when asked). */
-async function* chunksOf(events: AsyncIterator<SessionEvent>, started: RunRecord, model: string, includeUsage: boolean, stop: () => void) {
-  const id = `chatcmpl-${started.id}`
-  const created = Math.floor(Date.parse(started.startedAt) / 1000)
-  const chunk = (choices: unknown[], extra: Record<string, unknown> = {}) => ({
-    id,
-    object: 'chat.completion.chunk',
-    created,
-    model,
-    choices,
-    ...extra,
+/** A message's text, and its image and file parts. */
+function contentOf(content: string | MessagePart[] | null | undefined): { content: string; parts?: ContentPart[] } {
+  if (typeof content === 'string' || content == null) return { content: content ?? '' }
+  const text = content.flatMap((p) => (p.type === 'text' ? [p.text] : [])).join('')
+  const parts = content.flatMap((p) => {
+    if (p.type === 'image_url') return [mediaPart('IMAGE', { url: p.image_url.url, detail: p.image_url.detail })]
+    if (p.type === 'file') return [mediaPart('FILE', { fileId: p.file.file_id })]
+    return []
   })
-  let finished = false
-  try {
-    yield chunk([{ index: 0, delta: { role: 'assistant', content: '' }, finish_reason: null }])
-    while (!finished) {
-      const next = await events.next()
-      if (next.done) return
-      const event = next.value
-      if (event.type === 'TOKEN_DELTA') yield chunk([{ index: 0, delta: { content: event.text }, finish_reason: null }])
-      else if (event.type === 'RUN_FINISHED') {
-        finished = true
-        yield chunk([{ index: 0, delta: {}, finish_reason: FINISH[event.run.finishReason ?? 'STOP'] }])
-        if (includeUsage) yield chunk([], { usage: usageOf(event.run) })
-      }
-    }
-  } finally {
-    // cancelled before the run ended: its client went away
-    if (!finished) stop()
-    await events.return?.()
+  return parts.length > 0 ? { content: text, parts } : { content: text }
+}
+
+/** A request message as a run's conversation message. */
+function chatMessageOf(message: ChatRequest['messages'][number]): ChatMessage {
+  if (message.role === 'tool') return { role: 'tool', toolCallId: message.tool_call_id, ...contentOf(message.content) }
+  if (message.role === 'assistant') {
+    const toolCalls = (message.tool_calls ?? []).map((c) => ({ callId: c.id, name: c.function.name, arguments: c.function.arguments }))
+    return { role: 'assistant', ...contentOf(message.content), ...(toolCalls.length > 0 && { toolCalls }) }
   }
+  return { role: message.role === 'developer' ? 'system' : message.role, ...contentOf(message.content) }
+}
+
+/** The tool messages the conversation ends with. */
+function trailingResults(messages: ChatMessage[]): ChatMessage[] {
+  const after = messages.findLastIndex((m) => m.role !== 'tool')
+  return messages.slice(after + 1)
 }

@@ -4,7 +4,16 @@ import type { BudgetUsage } from '../domain/budgets.js'
 import { idSchema, parseInput } from '../domain/definitions.js'
 import { NotFoundError } from '../domain/errors.js'
 import type { SessionEvent } from '../domain/events.js'
-import type { QueueEntryRecord, QueueEntryView, RunCursor, RunFilter, RunOrigin, RunRecord, WhenBusy } from '../domain/records.js'
+import type {
+  QueueEntryRecord,
+  QueueEntryView,
+  RunCursor,
+  RunFilter,
+  RunOrigin,
+  RunRecord,
+  RunRequest,
+  WhenBusy,
+} from '../domain/records.js'
 import { MAX_TEXT, parseAdmission, parseRunRequest, scheduleKeySchema } from '../domain/run-request.js'
 import type { WebhookDelivery } from '../domain/webhooks.js'
 import type { SessionEventBus } from '../events/event-bus.js'
@@ -174,6 +183,24 @@ export class RunService {
         return run ?? null
       }),
     )
+  }
+
+  /**
+   * A queue entry by its id alone, with its newest run as \`run\` answers it (null until it
+   * starts); null when the tenant has no such entry or run.
+   */
+  async entryById(tenantId: string, queueId: string): Promise<{ sessionId: string; queueId: string; run: RunRecord | null } | null> {
+    const id = parseInput(recordIdSchema, queueId, 'id')
+    const stored = await this.store.runs.latestOfEntry(tenantId, id)
+    if (stored?.sessionId) return { sessionId: stored.sessionId, queueId: id, run: await this.run(tenantId, stored.id) }
+    const entry = await this.store.entries.findById(tenantId, id)
+    if (!entry) return null
+    return { sessionId: entry.sessionId, queueId: id, run: entry.runId ? await this.run(tenantId, entry.runId) : null }
+  }
+
+  /** The request a run ran; null when it is not kept. */
+  requestOf(tenantId: string, runId: string): Promise<RunRequest | null> {
+    return this.store.runs.requestOf(tenantId, runId)
   }
 
   runs(tenantId: string, filter: RunFilter, after: RunCursor | null, take: number): Promise<RunRecord[]> {

@@ -76,15 +76,6 @@ export class SessionService {
     return this.open(tenantId, settings, copied, { sessionId, atPosition }, 'input.newSessionId')
   }
 
-  /** A new session whose history is given whole (an OpenAI request's earlier messages). */
-  openWith(
-    tenantId: string,
-    settings: { id: string; title: string; defaultProfileId: string },
-    history: MessageRecord[],
-  ): Promise<SessionRecord> {
-    return this.open(tenantId, settings, history, null)
-  }
-
   private async open(
     tenantId: string,
     parsed: z.infer<typeof createSessionSchema>,

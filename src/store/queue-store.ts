@@ -87,6 +87,12 @@ export class QueueStore {
     return row && toRecord(row)
   }
 
+  /** An entry by its id alone (an OpenAI response names only its entry). */
+  async findById(tenantId: string, queueId: string): Promise<QueueEntryRecord | null> {
+    const row = await this.db.queueEntry.findFirst({ where: { tenantId, id: queueId }, select })
+    return row && toRecord(row)
+  }
+
   /** A session's entries in queueSequence order, terminal ones only when asked. */
   async forSession(tenantId: string, sessionId: string, includeTerminal: boolean): Promise<QueueEntryRecord[]> {
     const rows = await this.db.queueEntry.findMany({

@@ -194,6 +194,12 @@ export class RunStore {
     return row && toRecord(row)
   }
 
+  /** The newest run of a queue entry (an entry recovered after a crash runs again). */
+  async latestOfEntry(tenantId: string, queueId: string): Promise<RunRecord | null> {
+    const row = await this.db.run.findFirst({ where: { tenantId, queueId }, orderBy: { startedAt: 'desc' }, select })
+    return row && toRecord(row)
+  }
+
   /** The tenant's runs with these ids, in one query, by id. */
   async findMany(tenantId: string, ids: readonly string[]): Promise<Map<string, RunRecord>> {
     const rows = await this.db.run.findMany({ where: { tenantId, id: { in: [...ids] } }, select })

@@ -2,7 +2,17 @@ import OpenAI from 'openai'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { sha256Hex } from '../../src/domain/hash.js'
 import { FakeVendorServer } from '../fixtures/fake-vendor.js'
-import { CreateSessionDocument, EnqueueForKeyDocument, QueueEntryDocument, RunDocument, SessionsDocument } from '../generated/graphql.js'
+import {
+  CreateSessionDocument,
+  EnqueueForKeyDocument,
+  OpenAiRunDocument,
+  OpenAiSessionMessagesDocument,
+  QueueEntryDocument,
+  RunDocument,
+  SessionsDocument,
+  SetPromptLabelDocument,
+  UpsertPromptDocument,
+} from '../generated/graphql.js'
 import { vendorCatalog } from '../helpers/catalog-dir.js'
 import { ADMIN_KEY, completedRun, createKey, gql } from '../helpers/key-checks.js'
 import { startTestServer, type TestServer } from '../helpers/server.js'
@@ -177,5 +187,97 @@ describe('Chat Completions through the openai SDK', () => {
     expect(Number((tooMany as InstanceType<typeof OpenAI.RateLimitError>).headers?.get('retry-after'))).toBeGreaterThan(0)
     const unknown = new OpenAI({ baseURL: `${t.http.url}/v1`, apiKey: 'pl_not-a-key', maxRetries: 0 })
     expect(await unknown.models.list().catch((error: unknown) => error)).toBeInstanceOf(OpenAI.AuthenticationError)
+  })
+
+  it('lists the prompts as prompt:<id> models beside the profiles', async () => {
+    await gql(t.http.url, ADMIN_KEY, UpsertPromptDocument, {
+      input: { id: 'listed', messages: [{ role: 'USER', content: '{{input}}' }], defaultProfileId: 'fake-echo' },
+    })
+    const ids = []
+    for await (const model of client.models.list()) ids.push(model.id)
+    expect(ids).toEqual(expect.arrayContaining(['fake-echo', 'prompt:listed']))
+  })
+
+  it("runs a prompt by prompt:<id>@<label> with its variables, the request's messages after the prompt's", async () => {
+    for (const greeting of ['Hello', 'Howdy']) {
+      await gql(t.http.url, ADMIN_KEY, UpsertPromptDocument, {
+        input: {
+          id: 'greet',
+          messages: [
+            { role: 'SYSTEM', content: 'Greet {{name}}.' },
+            { role: 'USER', content: `${greeting} {{name}}` },
+          ],
+          defaultProfileId: 'fake-echo',
+        },
+      })
+    }
+    await gql(t.http.url, ADMIN_KEY, SetPromptLabelDocument, { input: { promptId: 'greet', label: 'stable', version: 1 } })
+    const { data: completion, response } = await client.chat.completions
+      .create({
+        model: 'prompt:greet@stable',
+        messages: [{ role: 'user', content: 'and then this' }],
+        metadata: { prompt_variables: { name: 'Ada' } },
+      } as never)
+      .withResponse()
+    expect(completion.choices[0]!.message.content).toBe('and then this')
+    const run = (await gql(t.http.url, ADMIN_KEY, OpenAiRunDocument, { id: response.headers.get('x-promptline-run-id')! })).data!.run!
+    expect(run).toMatchObject({ promptId: 'greet', promptVersion: 1, promptLabel: 'stable', origin: 'OPENAI_CHAT' })
+    const session = (await gql(t.http.url, ADMIN_KEY, OpenAiSessionMessagesDocument, { id: run.sessionId! })).data!.session!
+    expect(session.messages.map((m) => m.content)).toEqual(['Hello Ada', 'and then this', 'and then this'])
+  })
+
+  it('pauses a run at its tool calls and continues the same run with their results', async () => {
+    const tools = [{ type: 'function' as const, function: { name: 'lookup', parameters: { type: 'object', properties: {} } } }]
+    const asked = [{ role: 'user' as const, content: 'please lookup a word' }]
+    const stream = await client.chat.completions.create({ model: 'fake-echo', messages: asked, tools, stream: true })
+    const chunks = []
+    for await (const chunk of stream) chunks.push(chunk)
+    const fragments = chunks.flatMap((c) => c.choices[0]?.delta.tool_calls ?? [])
+    expect(fragments[0]).toMatchObject({ index: 0, type: 'function', function: { name: 'lookup' } })
+    expect(fragments.slice(1).every((f) => f.index === 0 && f.id === undefined && f.function?.name === undefined)).toBe(true)
+    expect(chunks.at(-1)!.choices[0]!.finish_reason).toBe('tool_calls')
+    const callId = fragments[0]!.id!
+    const calledWith = fragments.map((f) => f.function?.arguments ?? '').join('')
+
+    const answered = await client.chat.completions.create({
+      model: 'fake-echo',
+      messages: [
+        ...asked,
+        {
+          role: 'assistant',
+          content: null,
+          tool_calls: [{ id: callId, type: 'function', function: { name: 'lookup', arguments: calledWith } }],
+        },
+        { role: 'tool', tool_call_id: callId, content: '{"meaning":"a unit of language"}' },
+      ],
+      tools,
+    })
+    expect(answered.id).toBe(chunks[0]!.id)
+    // the fake echoes the last message it was sent: the result
+    expect(answered.choices[0]).toMatchObject({ message: { content: '{"meaning":"a unit of language"}' }, finish_reason: 'stop' })
+    const run = (await gql(t.http.url, ADMIN_KEY, OpenAiRunDocument, { id: answered.id.replace('chatcmpl-', '') })).data!.run!
+    expect(run.status).toBe('COMPLETED')
+    expect(run.toolRounds).toEqual([
+      { calls: [{ callId, name: 'lookup', argumentsText: calledWith }], results: [{ callId, output: '{"meaning":"a unit of language"}' }] },
+    ])
+    expect(answered.usage).toMatchObject({ prompt_tokens: run.usage!.inputTokens, completion_tokens: run.usage!.outputTokens })
+  })
+
+  it('answers tool messages that no waiting run asked for as a new run with them as its history', async () => {
+    const completion = await client.chat.completions.create({
+      model: 'fake-echo',
+      messages: [
+        { role: 'user', content: 'what does it mean' },
+        {
+          role: 'assistant',
+          content: null,
+          tool_calls: [{ id: 'call_gone', type: 'function', function: { name: 'lookup', arguments: '{}' } }],
+        },
+        { role: 'tool', tool_call_id: 'call_gone', content: 'a result' },
+      ],
+    })
+    expect(completion.choices[0]!.message.content).toBe('a result')
+    const run = (await gql(t.http.url, ADMIN_KEY, OpenAiRunDocument, { id: completion.id.replace('chatcmpl-', '') })).data!.run!
+    expect(run.toolRounds).toEqual([])
   })
 })
