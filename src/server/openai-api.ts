@@ -104,8 +104,11 @@ function routeOf(services: OpenAIServices, method: string, path: string): Route 
       return new Response(eventStream(answer.chunks, true), { headers: { ...headers, ...SSE_HEADERS } })
     }
   }
-  const respond = (answer: ResponseAnswer, Response: typeof globalThis.Response) =>
-    'events' in answer ? new Response(eventStream(answer.events, false), { headers: SSE_HEADERS }) : Response.json(answer.response)
+  const respond = (answer: ResponseAnswer, Response: typeof globalThis.Response) => {
+    const headers = answer.runId ? { 'x-promptline-run-id': answer.runId } : undefined
+    if ('events' in answer) return new Response(eventStream(answer.events, false), { headers: { ...headers, ...SSE_HEADERS } })
+    return Response.json(answer.response, { headers })
+  }
   if (method === 'POST' && path === '/v1/responses') {
     return async (principal, request, _u, signal, Response) =>
       respond(await responses.create(principal, await request.json().catch(() => null), signal), Response)

@@ -18,8 +18,8 @@ import type { SessionService } from './session-service.js'
 
 type StreamEvent = { type: string } & Record<string, unknown>
 
-/** What the HTTP layer answers: a response object, or its events to stream. */
-export type ResponseAnswer = { response: Record<string, unknown> } | { events: AsyncIterable<StreamEvent> }
+/** What the HTTP layer answers: a response object, or its events to stream; with its run once it has one. */
+export type ResponseAnswer = { runId: string | null } & ({ response: Record<string, unknown> } | { events: AsyncIterable<StreamEvent> })
 
 /**
  * OpenAI's Responses onto ordinary runs. A response is a run's segment (`ResponseRef`) in a
@@ -40,18 +40,19 @@ export class OpenAIResponsesService {
     // a foreground response's client that goes away stops its run: nobody else reads it
     const stop = background ? () => {} : () => void this.cancel(principal, ref).catch(() => {})
     signal.addEventListener('abort', stop, { once: true })
-    if (request.stream) return { events: await this.events(principal, ref, -1, stop) }
-    if (background) return { response: responseOf(ref, null) }
+    if (background && !request.stream) return { runId: null, response: responseOf(ref, null) }
+    const answer = await this.events(principal, ref, -1, stop)
+    if (request.stream || !('events' in answer)) return answer
     let last: StreamEvent | null = null
-    for await (const event of await this.events(principal, ref, -1, stop)) last = event
-    return { response: last?.response as Record<string, unknown> }
+    for await (const event of answer.events) last = event
+    return { runId: answer.runId, response: last?.response as Record<string, unknown> }
   }
 
   /** `GET /v1/responses/{id}`: the response as it is now, or its events after `startingAfter`. */
   async retrieve(principal: Principal, id: string, stream: boolean, startingAfter: number): Promise<ResponseAnswer> {
     const { ref, run } = await this.find(principal, id)
-    if (stream) return { events: await this.events(principal, ref, startingAfter, () => {}) }
-    return { response: responseOf(ref, run) }
+    if (stream) return this.events(principal, ref, startingAfter, () => {})
+    return { runId: run?.id ?? null, response: responseOf(ref, run) }
   }
 
   /** `POST /v1/responses/{id}/cancel`: aborts its run (or its queued entry); answers once that is durable. */
@@ -149,15 +150,13 @@ export class OpenAIResponsesService {
   }
 
   /** The segment's events after `startingAfter`, once its run has started; `stop` if the reader leaves before its end. */
-  private async events(principal: Principal, ref: ResponseRef, startingAfter: number, stop: () => void) {
+  private async events(principal: Principal, ref: ResponseRef, startingAfter: number, stop: () => void): Promise<ResponseAnswer> {
     const { tenantId } = principal
     const run = await this.started(tenantId, ref.queueId)
-    if (!run) return ended(ref, startingAfter)
+    if (!run) return { runId: null, events: ended(ref, startingAfter) }
     const events = (await this.runs.runEvents(tenantId, run.id, 0))[Symbol.asyncIterator]()
-    return stoppedEarly(
-      responseStream(events, ref, run, () => this.runs.run(tenantId, run.id), startingAfter),
-      stop,
-    )
+    const stream = responseStream(events, ref, run, () => this.runs.run(tenantId, run.id), startingAfter)
+    return { runId: run.id, events: stoppedEarly(stream, stop) }
   }
 
   /** The entry's run, once it has started; null when the entry ended without one (cancelled while queued). */
