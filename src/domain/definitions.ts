@@ -191,7 +191,8 @@ export const templateTextsOf = (messages: readonly MessageTemplate[]): string[] 
 export const partVariablesOf = (messages: readonly MessageTemplate[]): string[] =>
   messages.flatMap((m) => (m.parts ?? []).flatMap((p) => (p.variable ? [p.variable] : [])))
 
-const outputContractSchema = z
+/** An output contract as a prompt or a request gives it. */
+export const outputContractSchema = z
   .strictObject({
     kind: looseEnum(OUTPUT_KINDS, (v) => v.toUpperCase()),
     schema: boundedJsonObject().nullish(),
@@ -292,7 +293,8 @@ export function toPromptDefinition(parsed: z.infer<typeof promptSchema>): { desc
   }
 }
 
-function outputContractOf(output: z.infer<typeof outputContractSchema> | null | undefined): OutputContract {
+/** A parsed output contract (absent: TEXT), without its nulls. */
+export function outputContractOf(output: z.infer<typeof outputContractSchema> | null | undefined): OutputContract {
   const enforcement = output?.enforcement ?? 'AUTO'
   return { kind: output?.kind ?? 'TEXT', schema: output?.schema ?? null, ...(enforcement !== 'AUTO' && { enforcement }) }
 }

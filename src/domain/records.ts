@@ -1,6 +1,6 @@
 import type { PromptInclude } from './catalog.js'
 import type { ContentPart } from './content-parts.js'
-import type { ResponseCacheLayer, Role, SettingsLayer } from './definitions.js'
+import type { OutputContract, ResponseCacheLayer, Role, SettingsLayer } from './definitions.js'
 import type { ToolCall, ToolLayer, ToolRound } from './tools.js'
 
 /** Plain, JSON-safe records of what the store keeps; timestamps are ISO strings. */
@@ -76,6 +76,8 @@ export interface RunRequest {
   parts?: ContentPart[]
   /** A conversation given whole (the OpenAI surfaces'): it follows the prompt's messages, its leading system messages joining theirs; absent when none. */
   messages?: ChatMessage[]
+  /** The request's own output contract, over the prompt's (the OpenAI surfaces' response formats); absent when none. */
+  output?: OutputContract
   /** The run whose request this one replays; absent otherwise. */
   replayOf?: string
   /** Fixed at admission, kept with the entry: a queued or recovered entry runs what it was admitted with. */

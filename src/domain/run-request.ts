@@ -2,7 +2,15 @@ import { z } from 'zod'
 import { type Principal, recordedKeyId } from './access.js'
 import type { KeyPolicy } from './api-keys.js'
 import { contentPartSchema, toContentPart } from './content-parts.js'
-import { envNameSchema, idSchema, parseInput, responseCacheLayerSchema, settingsLayerSchema } from './definitions.js'
+import {
+  envNameSchema,
+  idSchema,
+  outputContractOf,
+  outputContractSchema,
+  parseInput,
+  responseCacheLayerSchema,
+  settingsLayerSchema,
+} from './definitions.js'
 import { boundedJsonObject } from './json-bounds.js'
 import { promptRefShape } from './prompt-labels.js'
 import type { ChatMessage, RunOrigin, RunRequest } from './records.js'
@@ -45,6 +53,7 @@ const runRequestSchema = z
     cache: responseCacheLayerSchema.nullish(),
     parts: z.array(contentPartSchema).max(64).nullish(),
     messages: z.array(conversationMessageSchema).min(1).max(1000).nullish(),
+    output: outputContractSchema.nullish(),
     ...toolLayerShape,
     tags: z
       .array(tagSchema)
@@ -82,6 +91,7 @@ export function parseRunRequest(value: unknown, root: string): RunRequest {
     ...(parsed.cache != null && { cache: parsed.cache }),
     ...(parsed.parts != null && parsed.parts.length > 0 && { parts: parsed.parts.map(toContentPart) }),
     ...(parsed.messages != null && { messages: parsed.messages.map(toChatMessage) }),
+    ...(parsed.output != null && { output: outputContractOf(parsed.output) }),
   }
 }
 

@@ -46,7 +46,7 @@ async function candidateCeiling(candidate: Candidate, messages: readonly unknown
 export async function costCeiling(admitted: AdmittedPrompt, history: readonly unknown[]): Promise<CostCeiling> {
   const messages: unknown[] = [...admitted.leading, ...history, ...admitted.turn]
   const chains = admitted.parallel ?? [admitted.candidates]
-  const repairs = admitted.prompt?.definition.maxRepairs ?? 0
+  const repairs = admitted.maxRepairs
   let usd = 0
   for (const chain of chains) {
     for (const candidate of chain) {

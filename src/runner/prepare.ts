@@ -44,6 +44,9 @@ function toChatMessage(m: StoredMessage): ChatMessage {
   return message
 }
 
+/** A request's own output contract (an OpenAI response format) gets this many repairs. */
+const REQUEST_CONTRACT_REPAIRS = 2
+
 /** The leading system messages, and the rest. */
 function splitLeadingSystem(messages: ChatMessage[]): [ChatMessage[], ChatMessage[]] {
   const first = messages.findIndex((m) => m.role !== 'system')
@@ -86,6 +89,8 @@ export interface Resolution extends ProfileTarget {
   profile: Profile
   backend: Backend
   output: OutputContract
+  /** Repair generations after an invalid answer: the prompt's, else a request contract's default. */
+  maxRepairs: number
   variables: Record<string, unknown>
 }
 
@@ -179,7 +184,7 @@ export class PromptPreparer {
     // the profile and each failover candidate (for each parallel profile)
     const toolLayers = [prompt?.definition, request.tools]
     const scope = { tenantId, sessionId, promptId: prompt?.id ?? null }
-    const output = prompt?.definition.output ?? { kind: 'TEXT', schema: null }
+    const output = request.output ?? prompt?.definition.output ?? { kind: 'TEXT', schema: null }
     const chain = (of: Profile) => this.chain(scope, of, { overrides, requestEnv, toolLayers, output })
     const candidates = await chain(profile)
     const parallel = parallelSpec
@@ -218,6 +223,7 @@ export class PromptPreparer {
       candidates,
       parallel,
       output,
+      maxRepairs: prompt?.definition.maxRepairs ?? (request.output ? REQUEST_CONTRACT_REPAIRS : 0),
       variables,
     }
   }

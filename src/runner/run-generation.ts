@@ -136,7 +136,7 @@ export class RunGeneration {
   private async answer({ resolution, prepared }: RunPlan): Promise<GenerationEnd> {
     const { recorder, tools, steers, signal } = this.parts
     const { run, branches, carried } = this
-    const maxRepairs = prepared.prompt?.definition.maxRepairs ?? 0
+    const { maxRepairs } = prepared
     // a parallel prompt's candidates answer at once; a resumed one goes on with the one that answered
     const selected =
       resolution.parallel && !this.resumedWaiting

@@ -31,7 +31,9 @@ function openAIError(error: PromptlineError, Response: typeof globalThis.Respons
     error instanceof RateLimitedError || error instanceof UnavailableError
       ? { 'retry-after': String(Math.ceil(error.retryAfterMs / 1000)) }
       : undefined
-  const body = { error: { message: error.message, type, code: unsupported ? 'unsupported_parameter' : (code ?? null), param } }
+  const body = {
+    error: { message: error.message, type, code: unsupported ? 'unsupported_parameter' : (code ?? error.code.toLowerCase()), param },
+  }
   return Response.json(body, { status, headers: retryAfter })
 }
 

@@ -59,10 +59,21 @@ function chatUsage(run: RunRecord) {
   }
 }
 
+/** Why a run gave no answer a client can use: it failed, or its answer broke its output contract after every repair. */
+export function failureOf(run: RunRecord): { code: string; message: string } | null {
+  if (run.status === 'FAILED') return { code: run.errorCode ?? 'INTERNAL', message: run.errorMessage ?? 'the run failed' }
+  if (run.validation && !run.validation.valid) {
+    return { code: 'VALIDATION', message: `the answer does not match the response format: ${run.validation.errors.join('; ')}` }
+  }
+  return null
+}
+
 export interface ChunkOptions {
   model: string
   /** The last chunk carries the usage. */
   includeUsage: boolean
+  /** The text comes whole at the end, as the run kept it (validated against its output contract). */
+  holdText: boolean
   /** The run given its tool results (its events follow); null: the run is the first to start. */
   resumed: RunRecord | null
   /** The run as it is once it waits for tool results. */
@@ -108,7 +119,7 @@ async function* chunksOf(events: AsyncIterator<SessionEvent>, run: RunRecord, op
       const next = await events.next()
       if (next.done) return
       const event = next.value
-      if (event.type === 'TOKEN_DELTA') yield delta({ content: event.text })
+      if (event.type === 'TOKEN_DELTA' && !options.holdText) yield delta({ content: event.text })
       else if (event.type === 'TOOL_CALL_STARTED') {
         calls.set(event.callId, calls.size)
         const call = { index: calls.size - 1, id: event.callId, type: 'function' as const, function: { name: event.name, arguments: '' } }
@@ -118,12 +129,13 @@ async function* chunksOf(events: AsyncIterator<SessionEvent>, run: RunRecord, op
       } else if (event.type === 'TOOL_CALLS_REQUESTED' || event.type === 'RUN_FINISHED') {
         ended = true
         const now = event.type === 'RUN_FINISHED' ? event.run : ((await options.paused(run.id)) ?? run)
-        if (now.status === 'FAILED') {
-          yield {
-            error: { message: now.errorMessage ?? 'the run failed', type: 'server_error', code: now.errorCode ?? 'INTERNAL', param: null },
-          }
+        const failure = failureOf(now)
+        if (failure) {
+          yield { error: { ...failure, type: 'server_error', param: null } }
           return
         }
+        const kept = event.type === 'RUN_FINISHED' ? now.output : now.toolRounds.at(-1)?.text
+        if (options.holdText && kept) yield delta({ content: kept })
         const finish = calls.size > 0 ? 'tool_calls' : FINISH[now.finishReason ?? 'STOP']
         yield delta({}, finish)
         if (includeUsage) yield { ...base, choices: [], usage: chatUsage(now) }

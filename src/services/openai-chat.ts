@@ -10,6 +10,7 @@ import { type ChatChunk, chatChunks, wholeCompletion } from './openai-chat-chunk
 import {
   mediaPart,
   modelTarget,
+  outputFields,
   parseBody,
   promptVariablesSchema,
   refuseUnsupported,
@@ -21,18 +22,7 @@ import type { RunService } from './run-service.js'
 import type { SessionService } from './session-service.js'
 
 /** Parameters promptline cannot honour: refused with 400 `unsupported_parameter`, never dropped. */
-const UNSUPPORTED = [
-  'logprobs',
-  'top_logprobs',
-  'audio',
-  'prediction',
-  'logit_bias',
-  'modalities',
-  'seed',
-  'functions',
-  'function_call',
-  'response_format',
-]
+const UNSUPPORTED = ['logprobs', 'top_logprobs', 'audio', 'prediction', 'logit_bias', 'modalities', 'seed', 'functions', 'function_call']
 
 const partSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('text'), text: z.string() }),
@@ -84,6 +74,15 @@ const chatSchema = z
       .union([z.enum(['auto', 'none', 'required']), z.object({ type: z.literal('function'), function: z.object({ name: z.string() }) })])
       .nullish(),
     parallel_tool_calls: z.boolean().nullish(),
+    response_format: z
+      .object({
+        type: z.string(),
+        json_schema: z
+          .object({ name: z.string().nullish(), schema: z.record(z.string(), z.unknown()).nullish() })
+          .passthrough()
+          .nullish(),
+      })
+      .nullish(),
     profile: z.string().nullish(),
     prompt_variables: promptVariablesSchema,
     metadata: z.object({ prompt_variables: promptVariablesSchema }).passthrough().nullish(),
@@ -137,6 +136,7 @@ export class OpenAIChatService {
         request.parallel_tool_calls,
       ),
       ...userTag(request.user),
+      ...outputFields(formatOf(request), 'response_format'),
     }
     const entry = await this.runs.enqueue(principal, input, 'ENQUEUE', null, 'OPENAI_CHAT').catch(async (error: unknown) => {
       await events.return?.()
@@ -173,7 +173,9 @@ export class OpenAIChatService {
     signal.addEventListener('abort', stop, { once: true })
     const paused = (runId: string) => this.runs.run(tenantId, runId)
     const includeUsage = !request.stream || (request.stream_options?.include_usage ?? false)
-    const chunks = chatChunks(events, { model: request.model, includeUsage, resumed, paused, stop })
+    // the answer as the run kept it: whole, or once its output contract held
+    const holdText = !request.stream || formatOf(request) !== null
+    const chunks = chatChunks(events, { model: request.model, includeUsage, holdText, resumed, paused, stop })
     const { runId, stream } = await chunks
     if (request.stream) return { runId, chunks: stream }
     return { runId, completion: await wholeCompletion(stream) }
@@ -216,6 +218,12 @@ function overridesOf(request: ChatRequest) {
     ...(maxTokens != null && { maxTokens }),
     ...(request.stop != null && { stop: typeof request.stop === 'string' ? [request.stop] : request.stop }),
   }
+}
+
+function formatOf(request: ChatRequest) {
+  const format = request.response_format
+  if (!format || format.type === 'text') return null
+  return { type: format.type, schema: format.json_schema?.schema ?? null }
 }
 
 function choiceOf(request: ChatRequest) {

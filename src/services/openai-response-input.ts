@@ -73,8 +73,6 @@ export function parseResponseRequest(body: unknown): ResponseRequest {
   const request = parseBody(responseSchema, body)
   refuseUnsupported(request, ['top_logprobs', 'include', 'prompt_cache_key', 'service_tier', 'seed'])
   if (request.store === false) throw new UnsupportedParameterError('every run is a durable record: store cannot be false', 'store')
-  if (request.text?.format && request.text.format.type !== 'text')
-    throw new UnsupportedParameterError(`promptline does not support text.format '${request.text.format.type}'`, 'text.format')
   const other = request.tools?.findIndex((t) => t.type !== 'function' || !t.name) ?? -1
   if (other >= 0) throw new UnsupportedParameterError('promptline runs function tools only', `tools.${other}`)
   if (request.previous_response_id != null && request.conversation != null)

@@ -2,6 +2,7 @@ import { NotFoundError } from '../domain/errors.js'
 import type { SessionEvent } from '../domain/events.js'
 import type { RunRecord } from '../domain/records.js'
 import type { ToolCall } from '../domain/tools.js'
+import { failureOf } from './openai-chat-chunks.js'
 import { usageOfRun } from './openai-shapes.js'
 
 /**
@@ -59,6 +60,8 @@ function outcomeOf(ref: ResponseRef, run: RunRecord) {
     return { status: 'completed', output: [...said, ...round.calls.map((c) => callItem(c, 'completed'))] }
   }
   const output = run.output ? [messageItem(messageId, run.output, 'completed')] : []
+  const failure = failureOf(run)
+  if (failure) return { status: 'failed', output, error: failure }
   if (run.status === 'COMPLETED') {
     const reason =
       run.finishReason === 'LENGTH'
@@ -68,8 +71,6 @@ function outcomeOf(ref: ResponseRef, run: RunRecord) {
           : null
     return reason ? { status: 'incomplete', output, incomplete_details: { reason } } : { status: 'completed', output }
   }
-  if (run.status === 'FAILED')
-    return { status: 'failed', output, error: { code: run.errorCode ?? 'INTERNAL', message: run.errorMessage ?? '' } }
   if (run.status === 'ABORTED') return { status: 'cancelled', output }
   return { status: 'in_progress', output: [] }
 }
@@ -97,18 +98,26 @@ export function responseOf(ref: ResponseRef, run: RunRecord | null, createdAt = 
 
 type StreamEvent = { type: string } & Record<string, unknown>
 
+export interface StreamOptions {
+  /** Reads the run once it waits for tool results. */
+  now: () => Promise<RunRecord | null>
+  /** The events up to this number are left out. */
+  startingAfter: number
+  /** The text comes whole at the end, as the run kept it (validated against its output contract). */
+  holdText: boolean
+}
+
 /**
  * A run's events as the response stream of one segment, numbered from 0: the same events give the
  * same numbers, so a stream read again from the session's log resumes after `startingAfter` exactly.
- * `now` reads the run once it waits for tool results.
  */
 export async function* responseStream(
   events: AsyncIterator<SessionEvent>,
   ref: ResponseRef,
   run: RunRecord,
-  now: () => Promise<RunRecord | null>,
-  startingAfter = -1,
+  options: StreamOptions,
 ): AsyncGenerator<StreamEvent> {
+  const { now, startingAfter } = options
   let sequence = 0
   const numbered = function* (batch: StreamEvent[]) {
     for (const event of batch) {
@@ -121,7 +130,7 @@ export async function* responseStream(
     { type: 'response.created', response: { ...start } },
     { type: 'response.in_progress', response: start },
   ])
-  const items = new SegmentItems(`msg_${run.id}_${ref.segment}`)
+  const items = new SegmentItems(`msg_${run.id}_${ref.segment}`, options.holdText)
   let segment = 0
   try {
     for (let next = await events.next(); !next.done; next = await events.next()) {
@@ -151,10 +160,16 @@ class SegmentItems {
   private readonly calls = new Map<string, { index: number; call: ToolCall }>()
   private count = 0
 
-  constructor(private readonly messageId: string) {}
+  constructor(
+    private readonly messageId: string,
+    private readonly holdText: boolean,
+  ) {}
 
   of(event: SessionEvent): StreamEvent[] {
-    if (event.type === 'TOKEN_DELTA') return this.delta(event.text)
+    if (event.type === 'TOKEN_DELTA') return this.holdText ? [] : this.delta(event.text)
+    if (event.type === 'RUN_FINISHED' && this.holdText && event.run.output) {
+      return [...this.delta(event.run.output), ...this.closeText(), ...this.closeCalls()]
+    }
     if (event.type === 'TOOL_CALL_STARTED') {
       const call = { callId: event.callId, name: event.name, arguments: '' }
       const index = this.count++

@@ -12,7 +12,7 @@ import {
   toolOutputsOf,
 } from './openai-response-input.js'
 import { parseResponseId, type ResponseRef, responseOf, responseStream } from './openai-response-shape.js'
-import { modelTarget, toolFields, userTag } from './openai-shapes.js'
+import { modelTarget, outputFields, toolFields, userTag } from './openai-shapes.js'
 import type { RunService } from './run-service.js'
 import type { SessionService } from './session-service.js'
 
@@ -114,6 +114,7 @@ export class OpenAIResponsesService {
         request.parallel_tool_calls,
       ),
       ...userTag(request.user),
+      ...outputFields(request.text?.format, 'text.format'),
     }
     try {
       const entry = await this.runs.enqueue(principal, input, 'ENQUEUE', null, 'OPENAI_RESPONSES')
@@ -154,8 +155,10 @@ export class OpenAIResponsesService {
     const { tenantId } = principal
     const run = await this.started(tenantId, ref.queueId)
     if (!run) return { runId: null, events: ended(ref, startingAfter) }
+    // an answer held to an output contract comes whole, as the run kept it
+    const holdText = ((await this.runs.requestOf(tenantId, run.id))?.output?.kind ?? 'TEXT') !== 'TEXT'
     const events = (await this.runs.runEvents(tenantId, run.id, 0))[Symbol.asyncIterator]()
-    const stream = responseStream(events, ref, run, () => this.runs.run(tenantId, run.id), startingAfter)
+    const stream = responseStream(events, ref, run, { now: () => this.runs.run(tenantId, run.id), startingAfter, holdText })
     return { runId: run.id, events: stoppedEarly(stream, stop) }
   }
 

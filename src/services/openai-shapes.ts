@@ -95,6 +95,24 @@ export function toolFields(
   }
 }
 
+/** A response format (`response_format`, `text.format`). */
+export interface ResponseFormat {
+  type: string
+  schema?: Record<string, unknown> | null
+}
+
+/**
+ * A response format as a run request's output contract: `json_schema` through the contract
+ * machinery (the vendor's native mode where it has one, else validated and repaired), `json_object`
+ * as JSON; none for text.
+ */
+export function outputFields(format: ResponseFormat | null | undefined, param: string): { output?: Record<string, unknown> } {
+  if (!format || format.type === 'text') return {}
+  if (format.type === 'json_object') return { output: { kind: 'JSON' } }
+  if (format.type === 'json_schema') return { output: { kind: 'JSON_SCHEMA', schema: format.schema ?? null } }
+  throw new UnsupportedParameterError(`promptline does not support the response format '${format.type}'`, param)
+}
+
 /** `user`, recorded as the tag `user:<id>` (characters a tag cannot hold become `_`). */
 export function userTag(user: string | null | undefined): { tags?: string[] } {
   if (!user) return {}

@@ -280,4 +280,31 @@ describe('Chat Completions through the openai SDK', () => {
     const run = (await gql(t.http.url, ADMIN_KEY, OpenAiRunDocument, { id: completion.id.replace('chatcmpl-', '') })).data!.run!
     expect(run.toolRounds).toEqual([])
   })
+
+  it('holds an answer to a json_schema response_format: native on OpenAI, validated where the backend has no such mode', async () => {
+    const schema = { type: 'object', properties: { a: { type: 'number' } }, required: ['a'], additionalProperties: false }
+    const response_format = { type: 'json_schema' as const, json_schema: { name: 'pair', schema, strict: true } }
+    const native = await client.chat.completions.create({
+      model: 'oa-plain',
+      messages: [{ role: 'user', content: '{"a":1}' }],
+      response_format,
+    })
+    expect(JSON.parse(native.choices[0]!.message.content!)).toEqual({ a: 1 })
+    expect(openai.requests.at(-1)!.body.response_format).toMatchObject({ type: 'json_schema', json_schema: { schema } })
+
+    const stream = await client.chat.completions.create({
+      model: 'fake-echo',
+      messages: [{ role: 'user', content: '{"a":2}' }],
+      response_format,
+      stream: true,
+    })
+    const contents = []
+    for await (const chunk of stream) if (chunk.choices[0]?.delta.content) contents.push(chunk.choices[0].delta.content)
+    expect(contents).toEqual(['{"a":2}'])
+
+    const invalid = await client.chat.completions
+      .create({ model: 'fake-echo', messages: [{ role: 'user', content: 'not json' }], response_format })
+      .catch((error: unknown) => error)
+    expect(invalid).toMatchObject({ status: 500, code: 'validation' })
+  })
 })

@@ -147,6 +147,17 @@ describe.each(providers)('Responses through the openai SDK (%s)', (provider) => 
     expect(nextRun.sessionId).toBe(run.sessionId)
   })
 
+  it('holds an answer to a json_schema text.format to its schema, whole in the stream', async () => {
+    const schema = { type: 'object', properties: { a: { type: 'number' } }, required: ['a'], additionalProperties: false }
+    const format = { type: 'json_schema' as const, name: 'pair', schema, strict: true }
+    const stream = client.responses.stream({ model: 'fake-echo', input: '{"a":3}', text: { format } })
+    const events = await readEvents(stream)
+    expect(events.filter((e) => e.type === 'response.output_text.delta').map((e) => (e as { delta: string }).delta)).toEqual(['{"a":3}'])
+    expect((await stream.finalResponse()).output_text).toBe('{"a":3}')
+    const invalid = await client.responses.create({ model: 'fake-echo', input: 'not json', text: { format } })
+    expect(invalid).toMatchObject({ status: 'failed', error: { code: 'VALIDATION' } })
+  })
+
   it('refuses what it cannot honour with 400 and the parameter, and an unknown response with 404', async () => {
     const refused = (body: Record<string, unknown>) =>
       client.responses.create({ model: 'fake-echo', input: 'x', ...body } as never).then(
