@@ -32,6 +32,13 @@ export const settingsLayerSchema = z.strictObject({
   temperature: z.number().min(0).max(2).nullish(),
   maxTokens: z.number().int().min(1).max(1_000_000).nullish(),
   topP: z.number().min(0).max(1).nullish(),
+  /** Asks the vendor to sample deterministically (OpenAI's seed). */
+  seed: z
+    .number()
+    .int()
+    .min(-(2 ** 53) + 1)
+    .max(2 ** 53 - 1)
+    .nullish(),
   stop: z.array(z.string().min(1).max(256)).max(16).nullish(),
   reasoningEffort: z
     .string()

@@ -14,6 +14,7 @@ export interface EffectiveSettings {
   temperature: number | null
   maxTokens: number | null
   topP: number | null
+  seed: number | null
   stop: string[] | null
   reasoningEffort: string | null
   extra: Record<string, unknown>
@@ -26,6 +27,7 @@ export const DEFAULT_SETTINGS: Readonly<EffectiveSettings> = Object.freeze({
   temperature: null,
   maxTokens: 1024,
   topP: null,
+  seed: null,
   stop: null,
   reasoningEffort: null,
   extra: {},
@@ -48,6 +50,7 @@ export function mergeSettings(...layers: (SettingsLayer | null | undefined)[]): 
     if (layer.temperature != null) out.temperature = layer.temperature
     if (layer.maxTokens != null) out.maxTokens = layer.maxTokens
     if (layer.topP != null) out.topP = layer.topP
+    if (layer.seed != null) out.seed = layer.seed
     if (layer.stop != null) out.stop = [...layer.stop]
     if (layer.reasoningEffort != null) out.reasoningEffort = layer.reasoningEffort.trim() === '' ? null : layer.reasoningEffort.trim()
     if (layer.extra != null && Object.keys(layer.extra).length > 0) out.extra = layer.extra

@@ -10,6 +10,7 @@ export function unsupportedSetting(kind: BackendKind, settings: EffectiveSetting
   if (kind === 'ANTHROPIC') {
     if (settings.reasoningEffort != null) return 'Anthropic takes no reasoningEffort (pass its thinking options in extra)'
     if (settings.temperature != null && settings.temperature > 1) return 'Anthropic takes a temperature from 0 to 1'
+    if (settings.seed != null) return 'Anthropic takes no seed'
   }
   return null
 }

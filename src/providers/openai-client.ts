@@ -129,6 +129,7 @@ export class OpenAIModelClient implements ModelClient {
       stream_options: { include_usage: true },
       ...(settings.temperature != null && { temperature: settings.temperature }),
       ...(settings.topP != null && { top_p: settings.topP }),
+      ...(settings.seed != null && { seed: settings.seed }),
       ...(settings.stop != null && settings.stop.length > 0 && { stop: settings.stop }),
       // OpenAI's own API wants max_completion_tokens (reasoning models refuse max_tokens);
       // compatible servers still read max_tokens

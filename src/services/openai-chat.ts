@@ -22,7 +22,7 @@ import type { RunService } from './run-service.js'
 import type { SessionService } from './session-service.js'
 
 /** Parameters promptline cannot honour: refused with 400 `unsupported_parameter`, never dropped. */
-const UNSUPPORTED = ['logprobs', 'top_logprobs', 'audio', 'prediction', 'logit_bias', 'modalities', 'seed', 'functions', 'function_call']
+const UNSUPPORTED = ['logprobs', 'top_logprobs', 'audio', 'prediction', 'logit_bias', 'modalities', 'functions', 'function_call']
 
 const partSchema = z.discriminatedUnion('type', [
   z.object({ type: z.literal('text'), text: z.string() }),
@@ -65,6 +65,7 @@ const chatSchema = z
     max_completion_tokens: z.number().int().min(1).nullish(),
     stop: z.union([z.string(), z.array(z.string()).max(4)]).nullish(),
     n: z.number().int().nullish(),
+    seed: z.number().int().nullish(),
     user: z.string().max(256).nullish(),
     tools: z
       .array(z.object({ type: z.literal('function'), function: functionSchema }))
@@ -215,6 +216,7 @@ function overridesOf(request: ChatRequest) {
   return {
     ...(request.temperature != null && { temperature: request.temperature }),
     ...(request.top_p != null && { topP: request.top_p }),
+    ...(request.seed != null && { seed: request.seed }),
     ...(maxTokens != null && { maxTokens }),
     ...(request.stop != null && { stop: typeof request.stop === 'string' ? [request.stop] : request.stop }),
   }

@@ -162,7 +162,6 @@ describe('Chat Completions through the openai SDK', () => {
     expect(n).toBeInstanceOf(OpenAI.BadRequestError)
     expect(n).toMatchObject({ status: 400, code: 'unsupported_parameter', param: 'n' })
     expect(await refused({ logprobs: true })).toMatchObject({ status: 400, code: 'unsupported_parameter', param: 'logprobs' })
-    expect(await refused({ seed: 7 })).toMatchObject({ status: 400, code: 'unsupported_parameter', param: 'seed' })
     expect(await refused({ model: 'no-such-profile' })).toMatchObject({ status: 404, code: 'model_not_found' })
   })
 
@@ -306,5 +305,14 @@ describe('Chat Completions through the openai SDK', () => {
       .create({ model: 'fake-echo', messages: [{ role: 'user', content: 'not json' }], response_format })
       .catch((error: unknown) => error)
     expect(invalid).toMatchObject({ status: 500, code: 'validation' })
+  })
+
+  it('sends seed to a vendor that takes it, and refuses it for one that does not', async () => {
+    await client.chat.completions.create({ model: 'oa-plain', messages: [{ role: 'user', content: 'hi' }], seed: 7 })
+    expect(openai.requests.at(-1)!.body.seed).toBe(7)
+    const refused = await client.chat.completions
+      .create({ model: 'an-plain', messages: [{ role: 'user', content: 'hi' }], seed: 7 })
+      .catch((error: unknown) => error)
+    expect(refused).toMatchObject({ status: 400, message: expect.stringContaining('Anthropic takes no seed') })
   })
 })
