@@ -56,6 +56,8 @@ function chatUsage(run: RunRecord) {
     total_tokens: usage.inputTokens + usage.outputTokens,
     prompt_tokens_details: { cached_tokens: usage.cacheReadTokens },
     completion_tokens_details: { reasoning_tokens: usage.reasoningTokens },
+    // what the run cost so far in USD, as OpenRouter reports it (null: unpriced)
+    cost: run.costUsd,
   }
 }
 

@@ -47,6 +47,8 @@ function usageOf(run: RunRecord) {
     output_tokens: usage.outputTokens,
     output_tokens_details: { reasoning_tokens: usage.reasoningTokens },
     total_tokens: usage.inputTokens + usage.outputTokens,
+    // what the run cost so far in USD, as OpenRouter reports it (null: unpriced)
+    cost: run.costUsd,
   }
 }
 

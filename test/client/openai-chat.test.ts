@@ -79,11 +79,12 @@ describe('Chat Completions through the openai SDK', () => {
         message: { role: 'assistant', content: 'say it back' },
         finish_reason: 'stop',
       })
-      const run = (await gql(t.http.url, ADMIN_KEY, RunDocument, { id: runId })).data!.run!
+      const run = (await gql(t.http.url, ADMIN_KEY, OpenAiRunDocument, { id: runId })).data!.run!
       expect(completion.usage).toMatchObject({
         prompt_tokens: run.usage!.inputTokens,
         completion_tokens: run.usage!.outputTokens,
         total_tokens: run.usage!.inputTokens + run.usage!.outputTokens,
+        cost: run.cost,
       })
     },
   )
@@ -259,7 +260,11 @@ describe('Chat Completions through the openai SDK', () => {
     expect(run.toolRounds).toEqual([
       { calls: [{ callId, name: 'lookup', argumentsText: calledWith }], results: [{ callId, output: '{"meaning":"a unit of language"}' }] },
     ])
-    expect(answered.usage).toMatchObject({ prompt_tokens: run.usage!.inputTokens, completion_tokens: run.usage!.outputTokens })
+    expect(answered.usage).toMatchObject({
+      prompt_tokens: run.usage!.inputTokens,
+      completion_tokens: run.usage!.outputTokens,
+      cost: run.cost,
+    })
   })
 
   it('answers tool messages that no waiting run asked for as a new run with them as its history', async () => {

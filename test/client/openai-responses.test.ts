@@ -64,6 +64,7 @@ describe.each(providers)('Responses through the openai SDK (%s)', (provider) => 
       input_tokens: run.usage!.inputTokens,
       output_tokens: run.usage!.outputTokens,
       total_tokens: run.usage!.inputTokens + run.usage!.outputTokens,
+      cost: run.cost,
     })
   })
 
@@ -104,6 +105,25 @@ describe.each(providers)('Responses through the openai SDK (%s)', (provider) => 
     expect(textOf(all)).toBe('a b c d e f')
     expect(all.at(-1)!.type).toBe('response.completed')
     expect(await client.responses.retrieve(queued.id)).toMatchObject({ status: 'completed', output_text: 'a b c d e f' })
+  })
+
+  it('stops the run of a foreground stream whose client goes away, and not that of a background one', async () => {
+    const leave = async (background: boolean) => {
+      const controller = new AbortController()
+      const stream = await client.responses.create(
+        { model: 'fake-slow', input: 'a b c d e f g h i j', stream: true, background },
+        { signal: controller.signal },
+      )
+      let id = ''
+      for await (const event of stream) {
+        if (event.type === 'response.created') id = event.response.id
+        if (event.type === 'response.output_text.delta') break
+      }
+      controller.abort()
+      return (await readEvents(await client.responses.retrieve(id, { stream: true }))).at(-1)!
+    }
+    expect(await leave(false)).toMatchObject({ type: 'response.failed', response: { status: 'cancelled' } })
+    expect(await leave(true)).toMatchObject({ type: 'response.completed', response: { status: 'completed' } })
   })
 
   it('cancels a background response: its run ends ABORTED', async () => {
