@@ -1,7 +1,7 @@
 import type { ServerResponse } from 'node:http'
 import type { Plugin } from 'graphql-yoga'
 import type { Principal } from '../domain/access.js'
-import { PromptlineError, RateLimitedError, UnauthenticatedError, UnavailableError } from '../domain/errors.js'
+import { NotFoundError, PromptlineError, RateLimitedError, UnauthenticatedError, UnavailableError } from '../domain/errors.js'
 import type { Logger } from '../domain/logger.js'
 import type { CatalogService } from '../services/catalog-service.js'
 import type { KeyLimiter } from '../services/key-limits.js'
@@ -15,25 +15,29 @@ const OPENAI_ERRORS: Record<string, [status: number, type: string, code?: string
   INVALID_REQUEST: [400, 'invalid_request_error'],
   UNAUTHENTICATED: [401, 'invalid_request_error', 'invalid_api_key'],
   FORBIDDEN: [403, 'permission_error'],
-  NOT_FOUND: [404, 'invalid_request_error', 'model_not_found'],
+  NOT_FOUND: [404, 'invalid_request_error'],
   RATE_LIMITED: [429, 'requests', 'rate_limit_exceeded'],
   BUDGET_EXCEEDED: [429, 'insufficient_quota', 'insufficient_quota'],
   QUEUE_FULL: [429, 'requests', 'rate_limit_exceeded'],
   UNAVAILABLE: [503, 'server_error'],
 }
 
+/** OpenAI's code for an error: its own where it has one, else ours in lower case. */
+function codeOf(error: PromptlineError, mapped: string | undefined): string {
+  if (error instanceof UnsupportedParameterError) return 'unsupported_parameter'
+  if (error instanceof NotFoundError) return ['profile', 'prompt', 'model'].includes(error.kind) ? 'model_not_found' : 'not_found'
+  return mapped ?? error.code.toLowerCase()
+}
+
 /** An error in OpenAI's shape (`{ error: { message, type, code, param } }`) with its status and Retry-After. */
 function openAIError(error: PromptlineError, Response: typeof globalThis.Response): Response {
   const [status, type, code] = OPENAI_ERRORS[error.code] ?? [500, 'server_error']
-  const unsupported = error instanceof UnsupportedParameterError
   const param = 'field' in error ? (error.field as string | null) : null
   const retryAfter =
     error instanceof RateLimitedError || error instanceof UnavailableError
       ? { 'retry-after': String(Math.ceil(error.retryAfterMs / 1000)) }
       : undefined
-  const body = {
-    error: { message: error.message, type, code: unsupported ? 'unsupported_parameter' : (code ?? error.code.toLowerCase()), param },
-  }
+  const body = { error: { message: error.message, type, code: codeOf(error, code), param } }
   return Response.json(body, { status, headers: retryAfter })
 }
 

@@ -61,11 +61,11 @@ function chatUsage(run: RunRecord) {
   }
 }
 
-/** Why a run gave no answer a client can use: it failed, or its answer broke its output contract after every repair. */
+/** Why a run gave no answer a client can use (its error code in lower case): it failed, or its answer broke its output contract after every repair. */
 export function failureOf(run: RunRecord): { code: string; message: string } | null {
-  if (run.status === 'FAILED') return { code: run.errorCode ?? 'INTERNAL', message: run.errorMessage ?? 'the run failed' }
+  if (run.status === 'FAILED') return { code: (run.errorCode ?? 'INTERNAL').toLowerCase(), message: run.errorMessage ?? 'the run failed' }
   if (run.validation && !run.validation.valid) {
-    return { code: 'VALIDATION', message: `the answer does not match the response format: ${run.validation.errors.join('; ')}` }
+    return { code: 'validation', message: `the answer does not match the response format: ${run.validation.errors.join('; ')}` }
   }
   return null
 }
@@ -157,7 +157,7 @@ export async function wholeCompletion(chunks: AsyncIterable<ChatChunk>): Promise
   let finish: string | null = null
   let usage: unknown = null
   for await (const chunk of chunks) {
-    if ('error' in chunk) throw new RunFailedError(chunk.error.code as ErrorCode, chunk.error.message)
+    if ('error' in chunk) throw new RunFailedError(chunk.error.code.toUpperCase() as ErrorCode, chunk.error.message)
     head ??= chunk
     if (chunk.usage) usage = chunk.usage
     for (const { delta, finish_reason } of chunk.choices) {

@@ -320,4 +320,18 @@ describe('Chat Completions through the openai SDK', () => {
       .catch((error: unknown) => error)
     expect(refused).toMatchObject({ status: 400, message: expect.stringContaining('Anthropic takes no seed') })
   })
+
+  it("sends a message's image parts to the vendor, and refuses them for a backend that takes none", async () => {
+    const content = [
+      { type: 'text' as const, text: 'what is this?' },
+      { type: 'image_url' as const, image_url: { url: 'https://example.com/cat.png', detail: 'low' as const } },
+    ]
+    await client.chat.completions.create({ model: 'oa-plain', messages: [{ role: 'user', content }] })
+    const sent = openai.requests.at(-1)!.body.messages.at(-1).content
+    expect(sent).toEqual(expect.arrayContaining([{ type: 'image_url', image_url: { url: 'https://example.com/cat.png', detail: 'low' } }]))
+    const refused = await client.chat.completions
+      .create({ model: 'fake-echo', messages: [{ role: 'user', content }] })
+      .catch((e: unknown) => e)
+    expect(refused).toMatchObject({ status: 400 })
+  })
 })

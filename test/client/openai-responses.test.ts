@@ -175,7 +175,7 @@ describe.each(providers)('Responses through the openai SDK (%s)', (provider) => 
     expect(events.filter((e) => e.type === 'response.output_text.delta').map((e) => (e as { delta: string }).delta)).toEqual(['{"a":3}'])
     expect((await stream.finalResponse()).output_text).toBe('{"a":3}')
     const invalid = await client.responses.create({ model: 'fake-echo', input: 'not json', text: { format } })
-    expect(invalid).toMatchObject({ status: 'failed', error: { code: 'VALIDATION' } })
+    expect(invalid).toMatchObject({ status: 'failed', error: { code: 'validation' } })
   })
 
   it('refuses what it cannot honour with 400 and the parameter, and an unknown response with 404', async () => {
