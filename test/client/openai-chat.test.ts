@@ -8,18 +8,20 @@ import {
   OpenAiRunDocument,
   OpenAiSessionMessagesDocument,
   QueueEntryDocument,
+  RevokeApiKeyDocument,
   RunDocument,
   SessionsDocument,
   SetPromptLabelDocument,
   UpsertPromptDocument,
 } from '../generated/graphql.js'
 import { vendorCatalog } from '../helpers/catalog-dir.js'
+import { providers } from '../helpers/databases.js'
 import { ADMIN_KEY, completedRun, createKey, gql } from '../helpers/key-checks.js'
 import { startTestServer, type TestServer } from '../helpers/server.js'
 
 // OpenAI's Chat Completions at /v1, driven by the official openai SDK, onto ordinary runs of
 // the fake backend and of the fake OpenAI and Anthropic vendors.
-describe('Chat Completions through the openai SDK', () => {
+describe.each(providers)('Chat Completions through the openai SDK (%s)', (provider) => {
   let t: TestServer
   let openai: FakeVendorServer
   let anthropic: FakeVendorServer
@@ -28,7 +30,7 @@ describe('Chat Completions through the openai SDK', () => {
     openai = await FakeVendorServer.start('openai')
     anthropic = await FakeVendorServer.start('anthropic')
     t = await startTestServer({
-      provider: 'sqlite',
+      provider,
       apiKey: ADMIN_KEY,
       secrets: { OA_KEY: 'sk-test-openai', AN_KEY: 'sk-test-anthropic' },
       app: {
@@ -185,8 +187,14 @@ describe('Chat Completions through the openai SDK', () => {
     const tooMany = await ask().catch((error: unknown) => error)
     expect(tooMany).toBeInstanceOf(OpenAI.RateLimitError)
     expect(Number((tooMany as InstanceType<typeof OpenAI.RateLimitError>).headers?.get('retry-after'))).toBeGreaterThan(0)
-    const unknown = new OpenAI({ baseURL: `${t.http.url}/v1`, apiKey: 'pl_not-a-key', maxRetries: 0 })
-    expect(await unknown.models.list().catch((error: unknown) => error)).toBeInstanceOf(OpenAI.AuthenticationError)
+    const revoked = await createKey(t.http.url, {})
+    await gql(t.http.url, ADMIN_KEY, RevokeApiKeyDocument, { input: { id: revoked.id } })
+    const asRevoked = new OpenAI({ baseURL: `${t.http.url}/v1`, apiKey: revoked.secret, maxRetries: 0 })
+    const refused = await asRevoked.chat.completions
+      .create({ model: 'fake-echo', messages: [{ role: 'user', content: 'hi' }] })
+      .catch((error: unknown) => error)
+    expect(refused).toBeInstanceOf(OpenAI.AuthenticationError)
+    expect(refused).toMatchObject({ status: 401, code: 'invalid_api_key', type: 'invalid_request_error' })
   })
 
   it('lists the prompts as prompt:<id> models beside the profiles', async () => {
@@ -333,5 +341,35 @@ describe('Chat Completions through the openai SDK', () => {
       .create({ model: 'fake-echo', messages: [{ role: 'user', content }] })
       .catch((e: unknown) => e)
     expect(refused).toMatchObject({ status: 400 })
+  })
+
+  it.each(['oa-plain', 'an-plain'])('carries a vendor’s streamed tool call through a paused run on %s', async (model) => {
+    const vendor = model === 'oa-plain' ? openai : anthropic
+    vendor.script(
+      { tokens: ['Let me look.'], toolCalls: [{ name: 'lookup', arguments: '{"word":"gravel"}' }] },
+      { tokens: ['Small stones.'] },
+    )
+    const tools = [
+      { type: 'function' as const, function: { name: 'lookup', parameters: { type: 'object', properties: { word: { type: 'string' } } } } },
+    ]
+    const asked = [{ role: 'user' as const, content: 'what is gravel?' }]
+    const first = await client.chat.completions.stream({ model, messages: asked, tools }).finalChatCompletion()
+    const call = first.choices[0]!.message.tool_calls![0]!
+    expect(first.choices[0]).toMatchObject({ finish_reason: 'tool_calls', message: { content: 'Let me look.' } })
+    expect(call).toMatchObject({ type: 'function', function: { name: 'lookup', arguments: '{"word":"gravel"}' } })
+    const second = await client.chat.completions.create({
+      model,
+      messages: [...asked, first.choices[0]!.message, { role: 'tool', tool_call_id: call.id, content: 'small stones' }],
+      tools,
+    })
+    expect(second.id).toBe(first.id)
+    expect(second.choices[0]).toMatchObject({ finish_reason: 'stop', message: { content: 'Small stones.' } })
+    const run = (await gql(t.http.url, ADMIN_KEY, OpenAiRunDocument, { id: first.id.replace('chatcmpl-', '') })).data!.run!
+    expect(run).toMatchObject({ status: 'COMPLETED', output: 'Small stones.' })
+    expect(second.usage).toMatchObject({
+      prompt_tokens: run.usage!.inputTokens,
+      completion_tokens: run.usage!.outputTokens,
+      cost: run.cost,
+    })
   })
 })
