@@ -13,6 +13,11 @@ import { listModels, UnsupportedParameterError } from '../services/openai-shapes
 /** OpenAI's status and error type for each of our codes; anything else is a server error. */
 const OPENAI_ERRORS: Record<string, [status: number, type: string, code?: string]> = {
   INVALID_REQUEST: [400, 'invalid_request_error'],
+  PROFILE_REQUIRED: [400, 'invalid_request_error'],
+  RENDER: [400, 'invalid_request_error'],
+  TOOL_RESULT_REJECTED: [400, 'invalid_request_error'],
+  FILE_TOO_LARGE: [413, 'invalid_request_error'],
+  SESSION_BUSY: [409, 'invalid_request_error'],
   UNAUTHENTICATED: [401, 'invalid_request_error', 'invalid_api_key'],
   FORBIDDEN: [403, 'permission_error'],
   NOT_FOUND: [404, 'invalid_request_error'],

@@ -40,6 +40,7 @@ describe.each(providers)('catalog and preparation over GraphQL (%s)', (provider)
       temperature: null,
       maxTokens: 1024,
       topP: null,
+      seed: null,
       stop: null,
       reasoningEffort: null,
       extra: {},
