@@ -1,60 +1,21 @@
-import { CapacityPools } from '../capacity/capacity-pool.js'
-import { Catalog } from '../catalog/catalog.js'
 import { loadCatalogFiles } from '../catalog/files.js'
 import type { ApiKeyEntry } from '../domain/access.js'
 import type { Budget } from '../domain/budgets.js'
-import type { Backend } from '../domain/catalog.js'
 import type { SecretLookup } from '../domain/credentials.js'
 import type { BackendKind } from '../domain/definitions.js'
-import {
-  DEFAULT_FILE_LIMITS,
-  DEFAULT_QUEUE_LIMITS,
-  DEFAULT_REQUEST_LIMITS,
-  type DurabilityTimes,
-  durabilityTimes,
-  type FileLimits,
-  type QueueLimits,
-  type RequestLimits,
-} from '../domain/limits.js'
+import type { DurabilityTimes, FileLimits, QueueLimits, RequestLimits } from '../domain/limits.js'
 import type { Logger } from '../domain/logger.js'
-import { protectedLabels } from '../domain/prompt-labels.js'
-import { DEFAULT_RETRY_DELAYS_MS, WebhookSigners } from '../domain/webhooks.js'
-import { CatalogEvents } from '../events/catalog-events.js'
 import { type DeploymentLink, LocalLink, RedisLink } from '../events/deployment-pubsub.js'
-import { DEFAULT_EVENT_BUS_OPTIONS, type EventBusOptions, SessionEventBus } from '../events/event-bus.js'
-import { DEFAULT_WEBHOOK_TIMES, WebhookDispatcher, type WebhookDispatcherOptions } from '../events/webhook-dispatcher.js'
-import { AnthropicModelClient } from '../providers/anthropic-client.js'
-import { FakeModelClient } from '../providers/fake-client.js'
+import type { EventBusOptions } from '../events/event-bus.js'
+import type { WebhookDispatcherOptions } from '../events/webhook-dispatcher.js'
 import type { ModelClient } from '../providers/model-client.js'
-import { OpenAIModelClient } from '../providers/openai-client.js'
-import { PromptQueue } from '../queue/prompt-queue.js'
-import { RunSettlement } from '../queue/run-settlement.js'
-import { SessionLeases } from '../queue/session-leases.js'
-import { PromptPreparer } from '../runner/prepare.js'
-import { RunExecutor } from '../runner/run-executor.js'
-import { type CoalescerOptions, CoalescerPacing } from '../runner/token-coalescer.js'
-import { schema } from '../schema/schema.js'
-import { ApiKeyService } from '../services/api-key-service.js'
-import { BudgetGuard } from '../services/budget-guard.js'
-import { CatalogService } from '../services/catalog-service.js'
-import { FileService } from '../services/file-service.js'
-import { KeyLimiter, type WithoutCounters } from '../services/key-limits.js'
-import { KeyRing } from '../services/key-ring.js'
-import { OpenAIChatService } from '../services/openai-chat.js'
-import { OpenAIResponsesService } from '../services/openai-responses.js'
-import { ReplayService } from '../services/replay-service.js'
-import { RunService } from '../services/run-service.js'
-import { SessionHost } from '../services/session-host.js'
-import { SessionRouter } from '../services/session-router.js'
-import { SessionService } from '../services/session-service.js'
-import { StoredSessionReads } from '../services/stored-session-reads.js'
-import { UsageService } from '../services/usage-service.js'
-import { DatabaseLink } from '../store/database-link.js'
-import { SessionMemory } from '../store/session-memory.js'
+import type { PromptQueue } from '../queue/prompt-queue.js'
+import type { CoalescerOptions } from '../runner/token-coalescer.js'
+import type { WithoutCounters } from '../services/key-limits.js'
+import type { KeyRing } from '../services/key-ring.js'
 import { openStore, type Store } from '../store/store.js'
-import { PrometheusMetrics } from './metrics.js'
-import { OpenSubscriptions } from './open-subscriptions.js'
-import { createPromptlineYoga, type PromptlineYoga } from './yoga.js'
+import { wireEdge, wireRunPath, wireServices } from './app-wiring.js'
+import type { PromptlineYoga } from './yoga.js'
 
 /** Everything the server runs, wired once. Its owner calls `close()`. */
 export interface App {
@@ -128,153 +89,15 @@ export async function createApp(options: AppOptions, secrets: SecretLookup, logg
     link = options.redisUrl
       ? await RedisLink.connect(options.redisUrl, options.redisPrefix ?? 'promptline:', logger)
       : (options.link ?? new LocalLink())
-    // with several processes a cached definition could be stale: read them from the store
-    const catalog = await Catalog.open(store, files, { cached: !options.redisUrl })
-    const sessionMemory = new SessionMemory(store.sessions)
-    const allowlist = options.credentialEnvAllowlist ?? []
-    const preparer = new PromptPreparer(catalog, sessionMemory, secrets, store.files, allowlist)
-    const busOptions = { ...DEFAULT_EVENT_BUS_OPTIONS, ...options.events }
-    const metrics = new PrometheusMetrics()
-    const bus = new SessionEventBus(store.events, store.sessions, logger, busOptions, link.fanout, metrics)
-    const clients: Record<BackendKind, ModelClient> = {
-      FAKE: new FakeModelClient(),
-      OPENAI: new OpenAIModelClient(),
-      ANTHROPIC: new AnthropicModelClient(),
-      ...options.clients,
-    }
-    const clientFor = (backend: Backend): ModelClient => clients[backend.kind]
-    const capacity = new CapacityPools(logger)
-    const times = durabilityTimes(options.durability)
-    // after an outage, other instances' holders get a stale bound to renew their leases and heartbeats
-    const database = new DatabaseLink(() => store.ping(), logger, times.staleMs)
-    // a lease lapses as a dead owner's runs go stale, so both move on together
-    const ownership: SessionLeases = new SessionLeases(
-      store.sessions,
-      link.instanceId,
-      times.staleMs,
-      times.heartbeatMs,
-      { hasWork: (t, s): boolean => queue.hasWork(t, s), lost: (t, s) => void queue.lose(t, s) },
-      database,
-      logger,
-      options.clock,
-    )
-    // a dead instance's run slots come back as its runs go stale
-    const slots = link.runSlots(times.staleMs)
-    const executor = new RunExecutor({
-      preparer,
-      responseCache: { store: store.responseCache, maxEntries: options.responseCacheMaxEntries ?? 10_000 },
-      files: store.files,
-      clientFor,
-      capacity,
-      runs: store.runs,
-      ledger: store.ledger,
-      database,
-      sessions: sessionMemory,
-      logger,
-      metrics,
-      coalescer: new CoalescerPacing(options.coalescer),
-      heartbeatMs: times.heartbeatMs,
-      noProgressMs: times.noProgressMs,
-    })
-    const queue: PromptQueue = new PromptQueue({
-      executor,
-      bus,
-      entries: store.entries,
-      runs: store.runs,
-      ledger: store.ledger,
-      events: store.events,
-      sessions: sessionMemory,
-      limits: { ...DEFAULT_QUEUE_LIMITS, ...options.limits },
-      times,
-      logger,
-      metrics,
-      ownership,
-      database,
-      clock: options.clock ?? Date.now,
-      sessionRows: store.sessions,
-      settlement: new RunSettlement(store.budgets, link.counters, slots, logger),
-      budgets: store.budgets,
-      slots,
-    })
-    const signers = new WebhookSigners(options.webhooks?.secrets ?? new Map())
-    const budgets = new BudgetGuard(store, options.budgets ?? [])
-    const limits = { ...DEFAULT_REQUEST_LIMITS, ...options.requestLimits }
-    const limiter = new KeyLimiter(link.counters, limits.mutationsPerSecond, options.limitsWithoutRedis ?? 'deny')
-    const host = new SessionHost({ store, memory: sessionMemory, queue, preparer, budgets, limiter, signers, metrics })
-    const router = new SessionRouter(ownership, link, logger, host, new StoredSessionReads(store))
-    const webhooks = new WebhookDispatcher(
-      store.webhooks,
-      signers,
-      { retryDelaysMs: DEFAULT_RETRY_DELAYS_MS, ...DEFAULT_WEBHOOK_TIMES, ...options.webhooks },
-      logger,
-      metrics,
-    )
-    const keys = new KeyRing(options.apiKeys ?? null, store.apiKeys, link.fanout, logger, options.clock)
-    const sessions = new SessionService(store, sessionMemory, catalog, queue, router, signers)
-    const runs = new RunService(store, preparer, queue, bus, sessions, budgets, router)
-    const services = {
-      catalog: new CatalogService(catalog, secrets, capacity, new CatalogEvents(link.fanout), {
-        credentialEnvAllowlist: allowlist,
-        protectedLabels: protectedLabels(options.protectedLabels ?? []),
-      }),
-      sessions,
-      runs,
-      usage: new UsageService(store),
-      replays: new ReplayService(store, sessions, runs),
-      keys: new ApiKeyService(store.apiKeys, keys, budgets),
-    }
-    const uploads = new FileService(store, { ...DEFAULT_FILE_LIMITS, ...options.files })
+    const runPath = await wireRunPath(options, { store, link, files, secrets, logger })
+    const services = wireServices(options, runPath, { store, link, secrets, logger })
     let draining: Promise<void> | null = null
-    const probes = {
-      ping: () => store.ping(),
-      unready: async () => {
-        if (draining !== null) return 'draining'
-        const redisDown = await link!.ping().then(
-          () => false,
-          () => true,
-        )
-        if (redisDown) return 'redis does not answer'
-        return store.unready()
-      },
-    }
-    const subscriptions = new OpenSubscriptions()
-    keys.onEnded((keyId) => subscriptions.endKey(keyId, 'the API key was revoked'))
-    metrics.readFrom({
-      queueDepth: () => queue.depth,
-      capacity: () => capacity.snapshots(),
-      openSubscriptions: () => subscriptions.total,
-      dependencies: async () => {
-        const answers = (check: Promise<void>) =>
-          check.then(
-            () => true,
-            () => false,
-          )
-        const database = { dependency: 'database', up: await answers(store.ping()) }
-        return options.redisUrl ? [database, { dependency: 'redis', up: await answers(link!.ping()) }] : [database]
-      },
-    })
-    const openai = {
-      chat: new OpenAIChatService(runs, sessions),
-      responses: new OpenAIResponsesService(runs, sessions),
-      catalog: services.catalog,
-    }
-    const yoga = createPromptlineYoga({
-      schema,
-      services,
-      files: uploads,
-      probes,
-      logger,
-      keys,
-      limiter,
-      openai,
-      limits,
-      metrics,
-      subscriptions,
-    })
-    await router.start()
+    const yoga = wireEdge(options, runPath, services, { store, link, logger, isDraining: () => draining !== null })
+    const { bus, database, ownership, queue } = runPath
+    await services.router.start()
     await queue.recover()
     ownership.start()
-    webhooks.start()
+    services.webhooks.start()
     const flush = () => bus.flush()
     const drain = () =>
       (draining ??= (async () => {
@@ -288,8 +111,8 @@ export async function createApp(options: AppOptions, secrets: SecretLookup, logg
     let closing: Promise<void> | null = null
     return {
       yoga,
-      keys,
-      limits,
+      keys: services.keys,
+      limits: services.limits,
       store,
       queue,
       flush,
@@ -298,9 +121,9 @@ export async function createApp(options: AppOptions, secrets: SecretLookup, logg
         (closing ??= (async () => {
           await drain()
           // posts under way are cut off; their deliveries stay due in the store for the next start or another instance
-          await webhooks.close()
-          router.close()
-          keys.close()
+          await services.webhooks.close()
+          services.router.close()
+          services.keys.close()
           await bus.close()
           await link!.close()
           await closeStore()
