@@ -89,13 +89,27 @@ export async function startHttpServer(
  * the context factory; a socket is authenticated once, on connection_init, and closed with 4403
  * when its key is revoked. Answers a function that stops watching for revocations.
  */
+/** The sockets authenticated with each key, closed with 4403 when the key is revoked or expires; `stop` ends that. */
+function socketsByKey(keys: App['keys']) {
+  const byKey = new Map<string, Set<WebSocket>>()
+  const stop = keys.onEnded((keyId) => {
+    for (const socket of byKey.get(keyId) ?? []) socket.close(CLOSE_FORBIDDEN, 'Forbidden: the API key was revoked')
+  })
+  const track = (keyId: string, socket: WebSocket) => {
+    const sockets = byKey.get(keyId) ?? new Set()
+    byKey.set(keyId, sockets.add(socket))
+    socket.once('close', () => {
+      sockets.delete(socket)
+      if (sockets.size === 0 && byKey.get(keyId) === sockets) byKey.delete(keyId)
+    })
+  }
+  return { track, stop }
+}
+
 function serveGraphqlWs(wss: WebSocketServer, yoga: App['yoga'], keys: App['keys']): () => void {
   // a socket is authenticated once, on connection_init; its operations run as that principal
   const principals = new WeakMap<object, Principal>()
-  const socketsOfKey = new Map<string, Set<WebSocket>>()
-  const stopClosing = keys.onEnded((keyId) => {
-    for (const socket of socketsOfKey.get(keyId) ?? []) socket.close(CLOSE_FORBIDDEN, 'Forbidden: the API key was revoked')
-  })
+  const sockets = socketsByKey(keys)
   useServer(
     {
       onConnect: async (ctx) => {
@@ -104,14 +118,8 @@ function serveGraphqlWs(wss: WebSocketServer, yoga: App['yoga'], keys: App['keys
           ctx.extra.socket.close(CLOSE_UNAUTHORIZED, 'Unauthorized: connectionParams.authorization needs a valid API key')
           return false
         }
-        const socket = ctx.extra.socket
-        principals.set(socket, principal)
-        const sockets = socketsOfKey.get(principal.keyId) ?? new Set()
-        socketsOfKey.set(principal.keyId, sockets.add(socket))
-        socket.once('close', () => {
-          sockets.delete(socket)
-          if (sockets.size === 0 && socketsOfKey.get(principal.keyId) === sockets) socketsOfKey.delete(principal.keyId)
-        })
+        principals.set(ctx.extra.socket, principal)
+        sockets.track(principal.keyId, ctx.extra.socket)
         return true
       },
       execute: (args) => (args as EnvelopedArgs).envelopedExecute(args) as never,
@@ -148,5 +156,5 @@ function serveGraphqlWs(wss: WebSocketServer, yoga: App['yoga'], keys: App['keys
     },
     wss,
   )
-  return stopClosing
+  return sockets.stop
 }
