@@ -147,7 +147,17 @@ export class ConfigError extends Error {
 }
 
 /** Parses the environment; empty strings count as unset so `.env` templates can leave blanks. */
-export function loadConfig(env: Record<string, string | undefined>): Config {
+/** A comma-separated list of names, trimmed, blanks left out. */
+const nameList = (value: string | undefined): string[] =>
+  (value ?? '')
+    .split(',')
+    .map((n) => n.trim())
+    .filter(Boolean)
+
+type ParsedEnv = z.infer<typeof configSchema>
+
+/** The environment parsed, with the checks that span variables. */
+function parseEnv(env: Record<string, string | undefined>): ParsedEnv {
   const present = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''))
   const parsed = configSchema.safeParse(present)
   if (!parsed.success) {
@@ -160,27 +170,18 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       'invalid environment variable PROMPTLINE_STALE_MS: must be longer than PROMPTLINE_HEARTBEAT_MS, or live runs would be reaped',
     )
   }
-  // the signal-specific variable is the URL itself; the general one is a base the path is added to
-  const tracesUrl =
-    c.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ??
-    (c.OTEL_EXPORTER_OTLP_ENDPOINT && `${c.OTEL_EXPORTER_OTLP_ENDPOINT.replace(/\/+$/, '')}/v1/traces`)
-  const apiKeys = c.PROMPTLINE_API_KEYS && c.PROMPTLINE_API_KEYS.length > 0 ? c.PROMPTLINE_API_KEYS : null
-  if (!apiKeys && !LOOPBACK_HOSTS.has(c.HOST) && c.PROMPTLINE_ALLOW_OPEN !== '1') {
+  const keyed = c.PROMPTLINE_API_KEYS && c.PROMPTLINE_API_KEYS.length > 0
+  if (!keyed && !LOOPBACK_HOSTS.has(c.HOST) && c.PROMPTLINE_ALLOW_OPEN !== '1') {
     throw new ConfigError(
       `invalid environment variable HOST: ${c.HOST} is reachable from other machines and no PROMPTLINE_API_KEYS are set; set keys, or PROMPTLINE_ALLOW_OPEN=1 to serve everyone as one tenant`,
     )
   }
+  return c
+}
+
+/** What one request, one session's queue and one run's token events may take. */
+function limitsOf(c: ParsedEnv): Pick<Config, 'requestLimits' | 'limits' | 'coalescer'> {
   return {
-    host: c.HOST,
-    port: c.PORT,
-    keepAliveMs: c.PROMPTLINE_KEEP_ALIVE_MS,
-    databaseUrl: c.DATABASE_URL,
-    redisUrl: c.REDIS_URL ?? null,
-    redisPrefix: c.PROMPTLINE_REDIS_PREFIX,
-    catalogDir: path.resolve(c.PROMPTLINE_CATALOG),
-    apiKeys,
-    budgets: c.PROMPTLINE_BUDGETS ?? [],
-    limitsWithoutRedis: c.PROMPTLINE_LIMITS_WITHOUT_REDIS,
     requestLimits: {
       maxDepth: c.PROMPTLINE_MAX_DEPTH,
       maxAliases: c.PROMPTLINE_MAX_ALIASES,
@@ -192,16 +193,6 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       subscriptionsPerKey: c.PROMPTLINE_MAX_SUBSCRIPTIONS_PER_KEY,
       publicSchema: c.PROMPTLINE_PUBLIC_SCHEMA === '1',
     },
-    credentialEnvAllowlist: (c.PROMPTLINE_CREDENTIAL_ENV_ALLOWLIST ?? '')
-      .split(',')
-      .map((n) => n.trim())
-      .filter(Boolean),
-    protectedLabels: (c.PROMPTLINE_PROTECTED_LABELS ?? '')
-      .split(',')
-      .map((n) => n.trim())
-      .filter(Boolean),
-    logLevel: c.LOG_LEVEL,
-    logFormat: c.LOG_FORMAT ?? (process.stderr.isTTY ? 'pretty' : 'json'),
     limits: {
       maxOutstandingPerSession: c.PROMPTLINE_MAX_OUTSTANDING_PER_SESSION,
       maxOutstandingBytesPerSession: c.PROMPTLINE_MAX_OUTSTANDING_BYTES_PER_SESSION,
@@ -215,6 +206,31 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
       maxDeltas: c.PROMPTLINE_TOKEN_COALESCE_MAX,
       eventsPerSecond: c.PROMPTLINE_TOKEN_EVENTS_PER_SECOND,
     },
+  }
+}
+
+export function loadConfig(env: Record<string, string | undefined>): Config {
+  const c = parseEnv(env)
+  // the signal-specific variable is the URL itself; the general one is a base the path is added to
+  const tracesUrl =
+    c.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ??
+    (c.OTEL_EXPORTER_OTLP_ENDPOINT && `${c.OTEL_EXPORTER_OTLP_ENDPOINT.replace(/\/+$/, '')}/v1/traces`)
+  return {
+    host: c.HOST,
+    port: c.PORT,
+    keepAliveMs: c.PROMPTLINE_KEEP_ALIVE_MS,
+    databaseUrl: c.DATABASE_URL,
+    redisUrl: c.REDIS_URL ?? null,
+    redisPrefix: c.PROMPTLINE_REDIS_PREFIX,
+    catalogDir: path.resolve(c.PROMPTLINE_CATALOG),
+    apiKeys: c.PROMPTLINE_API_KEYS && c.PROMPTLINE_API_KEYS.length > 0 ? c.PROMPTLINE_API_KEYS : null,
+    budgets: c.PROMPTLINE_BUDGETS ?? [],
+    limitsWithoutRedis: c.PROMPTLINE_LIMITS_WITHOUT_REDIS,
+    ...limitsOf(c),
+    credentialEnvAllowlist: nameList(c.PROMPTLINE_CREDENTIAL_ENV_ALLOWLIST),
+    protectedLabels: nameList(c.PROMPTLINE_PROTECTED_LABELS),
+    logLevel: c.LOG_LEVEL,
+    logFormat: c.LOG_FORMAT ?? (process.stderr.isTTY ? 'pretty' : 'json'),
     responseCacheMaxEntries: c.PROMPTLINE_RESPONSE_CACHE_MAX_ENTRIES,
     files: {
       dir: c.PROMPTLINE_FILES_DIR ? path.resolve(c.PROMPTLINE_FILES_DIR) : null,
