@@ -21,6 +21,7 @@ const RunOriginEnum = builder.enumType('RunOrigin', {
     GRAPHQL: 'The GraphQL API (enqueuePrompt, runPrompt, schedulePrompt, replayRun).',
     OPENAI_CHAT: "The OpenAI API's POST /v1/chat/completions.",
     OPENAI_RESPONSES: "The OpenAI API's POST /v1/responses.",
+    MCP: "The MCP server's run_prompt tool (/mcp).",
   }),
 })
 

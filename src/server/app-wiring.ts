@@ -29,6 +29,7 @@ import { CatalogService } from '../services/catalog-service.js'
 import { FileService } from '../services/file-service.js'
 import { KeyLimiter } from '../services/key-limits.js'
 import { KeyRing } from '../services/key-ring.js'
+import { McpPromptService } from '../services/mcp-prompts.js'
 import { OpenAIChatService } from '../services/openai-chat.js'
 import { OpenAIResponsesService } from '../services/openai-responses.js'
 import { ReplayService } from '../services/replay-service.js'
@@ -169,7 +170,8 @@ export function wireServices(options: AppOptions, runPath: RunPath, grounds: Gro
     responses: new OpenAIResponsesService(runs, sessions),
     catalog: services.catalog,
   }
-  return { services, uploads, openai, limits, limiter, router, webhooks, keys }
+  const mcp = new McpPromptService(services.catalog, runs, sessions)
+  return { services, uploads, openai, mcp, limits, limiter, router, webhooks, keys }
 }
 
 /** The edge: probes, open subscriptions, metrics and yoga over the services. */
@@ -219,6 +221,7 @@ export function wireEdge(
     keys,
     limiter: wired.limiter,
     openai: wired.openai,
+    mcp: wired.mcp,
     limits: wired.limits,
     metrics,
     subscriptions,

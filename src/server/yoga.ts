@@ -11,11 +11,13 @@ import { maskError } from '../schema/errors.js'
 import type { FileService } from '../services/file-service.js'
 import type { KeyLimiter } from '../services/key-limits.js'
 import type { KeyRing } from '../services/key-ring.js'
+import type { McpPromptService } from '../services/mcp-prompts.js'
 import { useCompiledSubscriptions } from './compiled-subscriptions.js'
 import { useConsole } from './console.js'
 import { useFileUploads } from './files.js'
 import { GRAPHIQL_OPTIONS, renderSelfHostedGraphiQL } from './graphiql.js'
 import { requestLimitPlugins } from './limits.js'
+import { useMcpServer } from './mcp-api.js'
 import type { PrometheusMetrics } from './metrics.js'
 import type { OpenSubscriptions } from './open-subscriptions.js'
 import { type OpenAIServices, useOpenAIApi } from './openai-api.js'
@@ -82,6 +84,8 @@ export function createPromptlineYoga(options: {
   limiter: KeyLimiter
   /** The OpenAI API under /v1. */
   openai: OpenAIServices
+  /** The MCP server at /mcp. */
+  mcp: McpPromptService
   limits: RequestLimits
   metrics: PrometheusMetrics
   subscriptions: OpenSubscriptions
@@ -109,6 +113,7 @@ export function createPromptlineYoga(options: {
       useProbes(options.probes, logger),
       useFileUploads(options.files, options.keys, options.limiter),
       useOpenAIApi(options.openai, options.keys, options.limiter, logger),
+      useMcpServer(options.mcp, options.keys, options.limiter, logger),
       useConsole(),
       useRequestLog(logger),
       ...requestLimitPlugins(options.limits, options.subscriptions, options.limiter),

@@ -4,7 +4,7 @@ import type { FinishReason, RunRecord } from '../domain/records.js'
 import { usageOfRun } from './openai-shapes.js'
 
 /** A run that ended failed, as an OpenAI error: its own code and message. */
-export class RunFailedError extends PromptlineError {
+class RunFailedError extends PromptlineError {
   constructor(
     readonly code: ErrorCode,
     message: string,

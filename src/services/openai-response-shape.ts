@@ -14,7 +14,7 @@ export interface ResponseRef {
   segment: number
 }
 
-export const responseIdOf = (ref: ResponseRef) => (ref.segment === 0 ? `resp_${ref.queueId}` : `resp_${ref.queueId}_${ref.segment}`)
+const responseIdOf = (ref: ResponseRef) => (ref.segment === 0 ? `resp_${ref.queueId}` : `resp_${ref.queueId}_${ref.segment}`)
 
 export function parseResponseId(id: string): ResponseRef {
   const parsed = /^resp_([A-Za-z0-9-]{1,128}?)(?:_(\d{1,4}))?$/.exec(id)
