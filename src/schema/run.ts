@@ -22,6 +22,7 @@ const RunOriginEnum = builder.enumType('RunOrigin', {
     OPENAI_CHAT: "The OpenAI API's POST /v1/chat/completions.",
     OPENAI_RESPONSES: "The OpenAI API's POST /v1/responses.",
     MCP: "The MCP server's run_prompt tool (/mcp).",
+    AG_UI: 'AG-UI (POST /ag-ui).',
   }),
 })
 

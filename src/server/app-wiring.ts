@@ -23,6 +23,7 @@ import { PromptPreparer } from '../runner/prepare.js'
 import { RunExecutor } from '../runner/run-executor.js'
 import { CoalescerPacing } from '../runner/token-coalescer.js'
 import { schema } from '../schema/schema.js'
+import { AgUiRunService } from '../services/ag-ui-runs.js'
 import { ApiKeyService } from '../services/api-key-service.js'
 import { BudgetGuard } from '../services/budget-guard.js'
 import { CatalogService } from '../services/catalog-service.js'
@@ -171,7 +172,8 @@ export function wireServices(options: AppOptions, runPath: RunPath, grounds: Gro
     catalog: services.catalog,
   }
   const mcp = new McpPromptService(services.catalog, runs, sessions)
-  return { services, uploads, openai, mcp, limits, limiter, router, webhooks, keys }
+  const agUi = new AgUiRunService(runs, sessions)
+  return { services, uploads, openai, mcp, agUi, limits, limiter, router, webhooks, keys }
 }
 
 /** The edge: probes, open subscriptions, metrics and yoga over the services. */
@@ -222,6 +224,7 @@ export function wireEdge(
     limiter: wired.limiter,
     openai: wired.openai,
     mcp: wired.mcp,
+    agUi: wired.agUi,
     limits: wired.limits,
     metrics,
     subscriptions,

@@ -8,10 +8,12 @@ import type { RequestLimits } from '../domain/limits.js'
 import type { Logger } from '../domain/logger.js'
 import type { Context, Services } from '../schema/context.js'
 import { maskError } from '../schema/errors.js'
+import type { AgUiRunService } from '../services/ag-ui-runs.js'
 import type { FileService } from '../services/file-service.js'
 import type { KeyLimiter } from '../services/key-limits.js'
 import type { KeyRing } from '../services/key-ring.js'
 import type { McpPromptService } from '../services/mcp-prompts.js'
+import { useAgUi } from './ag-ui-api.js'
 import { useCompiledSubscriptions } from './compiled-subscriptions.js'
 import { useConsole } from './console.js'
 import { useFileUploads } from './files.js'
@@ -86,6 +88,8 @@ export function createPromptlineYoga(options: {
   openai: OpenAIServices
   /** The MCP server at /mcp. */
   mcp: McpPromptService
+  /** AG-UI at /ag-ui. */
+  agUi: AgUiRunService
   limits: RequestLimits
   metrics: PrometheusMetrics
   subscriptions: OpenSubscriptions
@@ -114,6 +118,7 @@ export function createPromptlineYoga(options: {
       useFileUploads(options.files, options.keys, options.limiter),
       useOpenAIApi(options.openai, options.keys, options.limiter, logger),
       useMcpServer(options.mcp, options.keys, options.limiter, logger),
+      useAgUi(options.agUi, options.keys, options.limiter, logger),
       useConsole(),
       useRequestLog(logger),
       ...requestLimitPlugins(options.limits, options.subscriptions, options.limiter),

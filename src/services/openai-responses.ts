@@ -153,34 +153,13 @@ export class OpenAIResponsesService {
   /** The segment's events after `startingAfter`, once its run has started; `stop` if the reader leaves before its end. */
   private async events(principal: Principal, ref: ResponseRef, startingAfter: number, stop: () => void): Promise<ResponseAnswer> {
     const { tenantId } = principal
-    const run = await this.started(tenantId, ref.queueId)
+    const run = await this.runs.startedRun(tenantId, ref.queueId)
     if (!run) return { runId: null, events: ended(ref, startingAfter) }
     // an answer held to an output contract comes whole, as the run kept it
     const holdText = ((await this.runs.requestOf(tenantId, run.id))?.output?.kind ?? 'TEXT') !== 'TEXT'
     const events = (await this.runs.runEvents(tenantId, run.id, 0))[Symbol.asyncIterator]()
     const stream = responseStream(events, ref, run, { now: () => this.runs.run(tenantId, run.id), startingAfter, holdText })
     return { runId: run.id, events: stoppedEarly(stream, stop) }
-  }
-
-  /** The entry's run, once it has started; null when the entry ended without one (cancelled while queued). */
-  private async started(tenantId: string, queueId: string): Promise<RunRecord | null> {
-    const found = await this.runs.entryById(tenantId, queueId)
-    if (!found) throw new NotFoundError('response', queueId)
-    if (found.run) return found.run
-    const events = (await this.runs.sessionEvents(tenantId, found.sessionId, null))[Symbol.asyncIterator]()
-    try {
-      // it may have started between the read and the subscription
-      const now = await this.runs.entryById(tenantId, queueId)
-      if (now?.run) return now.run
-      for (let next = await events.next(); !next.done; next = await events.next()) {
-        const event = next.value
-        if (event.type === 'RUN_STARTED' && event.run.queueId === queueId) return event.run
-        if (event.type === 'QUEUE_ENTRY' && event.entry.queueId === queueId && event.kind === 'FINISHED') return null
-      }
-      return null
-    } finally {
-      await events.return?.()
-    }
   }
 }
 

@@ -198,6 +198,27 @@ export class RunService {
     return { sessionId: entry.sessionId, queueId: id, run: entry.runId ? await this.run(tenantId, entry.runId) : null }
   }
 
+  /** A queue entry's run, once it has started; null when the entry ended without one (cancelled while queued). */
+  async startedRun(tenantId: string, queueId: string): Promise<RunRecord | null> {
+    const found = await this.entryById(tenantId, queueId)
+    if (!found) throw new NotFoundError('queue entry', queueId)
+    if (found.run) return found.run
+    const events = (await this.sessionEvents(tenantId, found.sessionId, null))[Symbol.asyncIterator]()
+    try {
+      // it may have started between the read and the subscription
+      const now = await this.entryById(tenantId, queueId)
+      if (now?.run) return now.run
+      for (let next = await events.next(); !next.done; next = await events.next()) {
+        const event = next.value
+        if (event.type === 'RUN_STARTED' && event.run.queueId === queueId) return event.run
+        if (event.type === 'QUEUE_ENTRY' && event.entry.queueId === queueId && event.kind === 'FINISHED') return null
+      }
+      return null
+    } finally {
+      await events.return?.()
+    }
+  }
+
   /** The request a run ran; null when it is not kept. */
   requestOf(tenantId: string, runId: string): Promise<RunRequest | null> {
     return this.store.runs.requestOf(tenantId, runId)

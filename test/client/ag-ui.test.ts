@@ -1,0 +1,122 @@
+import { HttpAgent } from '@ag-ui/client'
+import type { BaseEvent } from '@ag-ui/core'
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { sha256Hex } from '../../src/domain/hash.js'
+import { OpenAiRunDocument } from '../generated/graphql.js'
+import { catalogDir } from '../helpers/catalog-dir.js'
+import { providers } from '../helpers/databases.js'
+import { ADMIN_KEY, gql } from '../helpers/key-checks.js'
+import { startTestServer, type TestServer } from '../helpers/server.js'
+
+const CATALOG = `
+backends:
+  - { id: fake, kind: FAKE }
+profiles:
+  - { id: fake-echo, backendId: fake, model: echo }
+  - { id: fake-slow, backendId: fake, model: echo, settings: { extra: { tokenDelayMs: 100 } } }
+`
+
+type Seen = BaseEvent & {
+  delta?: string
+  metadata?: { promptlineSequence?: number; promptlineRunId?: string }
+  outcome?: { pendingToolCallIds?: string[] }
+}
+
+// AG-UI at /ag-ui, driven by the official @ag-ui/client HttpAgent.
+describe.each(providers)('AG-UI through @ag-ui/client (%s)', (provider) => {
+  let t: TestServer
+  const agent = (threadId: string, headers: Record<string, string> = {}) =>
+    new HttpAgent({ url: `${t.http.url}/ag-ui`, threadId, headers: { authorization: `Bearer ${ADMIN_KEY}`, ...headers } })
+  /** Runs `a` and collects what it receives. */
+  const run = async (a: HttpAgent, parameters: Parameters<HttpAgent['runAgent']>[0]) => {
+    const events: Seen[] = []
+    await a.runAgent(parameters, {
+      onEvent: ({ event }) => {
+        events.push(event as Seen)
+      },
+    })
+    return events
+  }
+  const textOf = (events: Seen[]) => events.flatMap((e) => (e.type === 'TEXT_MESSAGE_CONTENT' ? [e.delta!] : [])).join('')
+  beforeAll(async () => {
+    t = await startTestServer({
+      provider,
+      apiKey: ADMIN_KEY,
+      app: {
+        catalogDir: catalogDir({ 'catalog.yaml': CATALOG }),
+        apiKeys: [{ sha256: sha256Hex(ADMIN_KEY), tenantId: 'acme', role: 'admin' }],
+      },
+    })
+  })
+  afterAll(async () => {
+    await t?.stop({ dropDatabase: true })
+  })
+
+  it('runs on a thread and streams the text events in order, as an ordinary run', async () => {
+    const a = agent('thread-text')
+    a.addMessage({ id: 'u1', role: 'user', content: 'one two three' })
+    const events = await run(a, { runId: 'run-text', forwardedProps: { profileId: 'fake-echo' } })
+    const kinds = events.map((e) => e.type).filter((type, i, all) => type !== 'TEXT_MESSAGE_CONTENT' || all[i - 1] !== type)
+    expect(kinds).toEqual(['RUN_STARTED', 'TEXT_MESSAGE_START', 'TEXT_MESSAGE_CONTENT', 'TEXT_MESSAGE_END', 'RUN_FINISHED'])
+    expect(textOf(events)).toBe('one two three')
+    expect(a.messages.at(-1)).toMatchObject({ role: 'assistant', content: 'one two three' })
+    const runId = events[0]!.metadata!.promptlineRunId!
+    const recorded = (await gql(t.http.url, ADMIN_KEY, OpenAiRunDocument, { id: runId })).data!.run!
+    expect(recorded).toMatchObject({ origin: 'AG_UI', status: 'COMPLETED', sessionId: 'thread-text', output: 'one two three' })
+  })
+
+  it("pauses at a client tool's call, and the next run with its result completes the same run", async () => {
+    const a = agent('thread-tools')
+    const tools = [{ name: 'lookup', description: 'Looks a word up.', parameters: { type: 'object', properties: {} } }]
+    a.addMessage({ id: 'u1', role: 'user', content: 'please lookup gravel' })
+    const first = await run(a, { runId: 'run-ask', tools, forwardedProps: { profileId: 'fake-echo' } })
+    const start = first.find((e) => e.type === 'TOOL_CALL_START') as Seen & { toolCallId: string; toolCallName: string }
+    expect(start.toolCallName).toBe('lookup')
+    expect(first.at(-1)).toMatchObject({ type: 'RUN_FINISHED', outcome: { type: 'success', pendingToolCallIds: [start.toolCallId] } })
+
+    a.addMessage({ id: 't1', role: 'tool', toolCallId: start.toolCallId, content: 'small stones' })
+    const second = await run(a, { runId: 'run-answer', tools, forwardedProps: { profileId: 'fake-echo' } })
+    // the fake echoes the last message it was sent: the result
+    expect(textOf(second)).toBe('small stones')
+    const runId = first[0]!.metadata!.promptlineRunId!
+    expect(second[0]!.metadata!.promptlineRunId).toBe(runId)
+    const recorded = (await gql(t.http.url, ADMIN_KEY, OpenAiRunDocument, { id: runId })).data!.run!
+    expect(recorded.status).toBe('COMPLETED')
+    expect(recorded.toolRounds).toEqual([
+      {
+        calls: [{ callId: start.toolCallId, name: 'lookup', argumentsText: '{}' }],
+        results: [{ callId: start.toolCallId, output: 'small stones' }],
+      },
+    ])
+  })
+
+  it('gives a client that reconnects with Last-Event-ID every later event, none twice', async () => {
+    const messages = [{ id: 'u1', role: 'user' as const, content: 'a b c d e f g h' }]
+    const first = agent('thread-cut')
+    for (const m of messages) first.addMessage(m)
+    const abort = new AbortController()
+    const head: Seen[] = []
+    await first
+      .runAgent(
+        { runId: 'run-cut', forwardedProps: { profileId: 'fake-slow' }, abortController: abort },
+        {
+          onEvent: ({ event }) => {
+            head.push(event as Seen)
+            if (event.type === 'TEXT_MESSAGE_CONTENT') abort.abort()
+          },
+        },
+      )
+      .catch(() => {})
+    const cursor = head.findLast((e) => e.type === 'TEXT_MESSAGE_CONTENT')!.metadata!.promptlineSequence!
+    const again = agent('thread-cut', { 'Last-Event-ID': String(cursor) })
+    for (const m of messages) again.addMessage(m)
+    const rest = await run(again, { runId: 'run-cut', forwardedProps: { profileId: 'fake-slow' } })
+    // cut mid-run: some text came before the cut, the rest after it
+    expect(textOf(head)).not.toBe('')
+    expect(textOf(rest)).not.toBe('')
+    expect(textOf(head) + textOf(rest)).toBe('a b c d e f g h')
+    const sequences = [...head, ...rest].flatMap((e) => (e.type === 'TEXT_MESSAGE_CONTENT' ? [e.metadata!.promptlineSequence!] : []))
+    expect(new Set(sequences).size).toBe(sequences.length)
+    expect(rest.at(-1)!.type).toBe('RUN_FINISHED')
+  })
+})
