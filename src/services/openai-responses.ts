@@ -103,7 +103,7 @@ export class OpenAIResponsesService {
     const input = {
       sessionId,
       ...(request.prompt
-        ? { promptRef: promptRefOf(request.prompt), profileId: request.profile ?? request.model }
+        ? { promptRef: promptRefOf(request.prompt), profileId: request.profile ?? profileModel(request.model) }
         : modelTarget(request.model!, request.profile)),
       messages: conversationOf(request),
       variables: request.prompt?.variables ?? (request.metadata?.prompt_variables as Record<string, unknown> | undefined) ?? null,
@@ -162,6 +162,9 @@ export class OpenAIResponsesService {
     return { runId: run.id, events: stoppedEarly(stream, stop) }
   }
 }
+
+/** `model` beside a `prompt`: the profile that runs it, unless it names a prompt too. */
+const profileModel = (model: string | null | undefined) => (model && !model.startsWith('prompt:') ? model : null)
 
 function overridesOf(request: ResponseRequest) {
   return {
