@@ -44,6 +44,17 @@ function toChatMessage(m: StoredMessage): ChatMessage {
   return message
 }
 
+/** Some profile of the run (or of its candidates) must have its credential. */
+function requireCredentials(profile: Profile, everyone: Candidate[]): void {
+  if (everyone.some((c) => c.credential.available)) return
+  const missing = everyone.map((c) =>
+    c.credential.name ? `${c.credential.name} (profile '${c.profile.id}')` : `a credentialEnv for profile '${c.profile.id}'`,
+  )
+  throw new CredentialsError(
+    `no credentials for profile '${profile.id}'${everyone.length > 1 ? ' or its candidates' : ''}: set ${missing.join(' or ')}`,
+  )
+}
+
 /** A request's own output contract (an OpenAI response format) gets this many repairs. */
 const REQUEST_CONTRACT_REPAIRS = 2
 
@@ -165,20 +176,7 @@ export class PromptPreparer {
     }
     const profileId =
       parallelSpec?.profiles[0] ?? requestProfileId ?? prompt?.definition.defaultProfileId ?? session?.defaultProfileId ?? null
-    if (profileId === null) {
-      throw new ProfileRequiredError(
-        prompt
-          ? `prompt '${prompt.id}' has no default profile: pass profileId`
-          : 'a plain input needs a profileId (or a session default profile)',
-      )
-    }
-    const profile = await this.catalog.getProfile(tenantId, profileId)
-    if (!profile) {
-      if (requestProfileId !== null) throw new NotFoundError('profile', profileId)
-      throw new ProfileLoadError(
-        `default profile '${profileId}' of ${prompt ? `prompt '${prompt.id}'` : `session '${sessionId}'`} does not exist`,
-      )
-    }
+    const profile = await this.loadProfile(tenantId, profileId, requestProfileId !== null, { prompt, sessionId })
 
     // 4.-6. the backend, settings (defaults < backend < profile < request) and credentials, for
     // the profile and each failover candidate (for each parallel profile)
@@ -192,15 +190,7 @@ export class PromptPreparer {
           parallelSpec.profiles.map(async (id) => chain((await this.catalog.getProfile(tenantId, id)) ?? missingProfile(id, prompt!.id))),
         )
       : null
-    const everyone = parallel ? parallel.flat() : candidates
-    if (!everyone.some((c) => c.credential.available)) {
-      const missing = everyone.map((c) =>
-        c.credential.name ? `${c.credential.name} (profile '${c.profile.id}')` : `a credentialEnv for profile '${c.profile.id}'`,
-      )
-      throw new CredentialsError(
-        `no credentials for profile '${profile.id}'${everyone.length > 1 ? ' or its candidates' : ''}: set ${missing.join(' or ')}`,
-      )
-    }
+    requireCredentials(profile, parallel ? parallel.flat() : candidates)
     const primary = candidates[0]!
 
     // 7. the output contract (its schema is compiled in the completion phase)
@@ -226,6 +216,31 @@ export class PromptPreparer {
       maxRepairs: prompt?.definition.maxRepairs ?? (request.output ? REQUEST_CONTRACT_REPAIRS : 0),
       variables,
     }
+  }
+
+  /** The profile chosen; `requested`: the request named it (a missing one is then NOT_FOUND, not a broken default). */
+  private async loadProfile(
+    tenantId: string,
+    profileId: string | null,
+    requested: boolean,
+    of: { prompt: Prompt | null; sessionId: string | null },
+  ): Promise<Profile> {
+    const { prompt, sessionId } = of
+    if (profileId === null) {
+      throw new ProfileRequiredError(
+        prompt
+          ? `prompt '${prompt.id}' has no default profile: pass profileId`
+          : 'a plain input needs a profileId (or a session default profile)',
+      )
+    }
+    const profile = await this.catalog.getProfile(tenantId, profileId)
+    if (!profile) {
+      if (requested) throw new NotFoundError('profile', profileId)
+      throw new ProfileLoadError(
+        `default profile '${profileId}' of ${prompt ? `prompt '${prompt.id}'` : `session '${sessionId}'`} does not exist`,
+      )
+    }
+    return profile
   }
 
   /** A profile and its failover candidates, each with its backend, settings and credential. */
