@@ -4,7 +4,13 @@ import type { loadCatalogFiles } from '../catalog/files.js'
 import type { Backend } from '../domain/catalog.js'
 import type { SecretLookup } from '../domain/credentials.js'
 import type { BackendKind } from '../domain/definitions.js'
-import { DEFAULT_FILE_LIMITS, DEFAULT_QUEUE_LIMITS, DEFAULT_REQUEST_LIMITS, durabilityTimes } from '../domain/limits.js'
+import {
+  DEFAULT_FILE_LIMITS,
+  DEFAULT_QUEUE_LIMITS,
+  DEFAULT_REQUEST_LIMITS,
+  type DurabilityTimes,
+  durabilityTimes,
+} from '../domain/limits.js'
 import type { Logger } from '../domain/logger.js'
 import { protectedLabels } from '../domain/prompt-labels.js'
 import { DEFAULT_RETRY_DELAYS_MS, WebhookSigners } from '../domain/webhooks.js'
@@ -20,7 +26,7 @@ import { PromptQueue } from '../queue/prompt-queue.js'
 import { RunSettlement } from '../queue/run-settlement.js'
 import { SessionLeases } from '../queue/session-leases.js'
 import { PromptPreparer } from '../runner/prepare.js'
-import { RunExecutor } from '../runner/run-executor.js'
+import { RunExecutor, type RunExecutorDeps } from '../runner/run-executor.js'
 import { CoalescerPacing } from '../runner/token-coalescer.js'
 import { schema } from '../schema/schema.js'
 import { AgUiRunService } from '../services/ag-ui-runs.js'
@@ -69,13 +75,6 @@ export async function wireRunPath(
   const busOptions = { ...DEFAULT_EVENT_BUS_OPTIONS, ...options.events }
   const metrics = new PrometheusMetrics()
   const bus = new SessionEventBus(store.events, store.sessions, logger, busOptions, link.fanout, metrics)
-  const clients: Record<BackendKind, ModelClient> = {
-    FAKE: new FakeModelClient(),
-    OPENAI: new OpenAIModelClient(),
-    ANTHROPIC: new AnthropicModelClient(),
-    ...options.clients,
-  }
-  const clientFor = (backend: Backend): ModelClient => clients[backend.kind]
   const capacity = new CapacityPools(logger)
   const times = durabilityTimes(options.durability)
   // after an outage, other instances' holders get a stale bound to renew their leases and heartbeats
@@ -93,22 +92,7 @@ export async function wireRunPath(
   )
   // a dead instance's run slots come back as its runs go stale
   const slots = link.runSlots(times.staleMs)
-  const executor = new RunExecutor({
-    preparer,
-    responseCache: { store: store.responseCache, maxEntries: options.responseCacheMaxEntries ?? 10_000 },
-    files: store.files,
-    clientFor,
-    capacity,
-    runs: store.runs,
-    ledger: store.ledger,
-    database,
-    sessions: sessionMemory,
-    logger,
-    metrics,
-    coalescer: new CoalescerPacing(options.coalescer),
-    heartbeatMs: times.heartbeatMs,
-    noProgressMs: times.noProgressMs,
-  })
+  const executor = runnerOf(options, store, { preparer, capacity, database, sessionMemory, logger, metrics, times })
   const queue: PromptQueue = new PromptQueue({
     executor,
     bus,
@@ -133,6 +117,36 @@ export async function wireRunPath(
 }
 
 type RunPath = Awaited<ReturnType<typeof wireRunPath>>
+
+/** The runner: the model clients by backend kind (the fake one built in) and the executor over them. */
+function runnerOf(
+  options: AppOptions,
+  store: Store,
+  parts: Pick<RunExecutorDeps, 'preparer' | 'capacity' | 'database' | 'logger' | 'metrics'> & {
+    sessionMemory: SessionMemory
+    times: DurabilityTimes
+  },
+): RunExecutor {
+  const { sessionMemory, times, ...given } = parts
+  const clients: Record<BackendKind, ModelClient> = {
+    FAKE: new FakeModelClient(),
+    OPENAI: new OpenAIModelClient(),
+    ANTHROPIC: new AnthropicModelClient(),
+    ...options.clients,
+  }
+  return new RunExecutor({
+    ...given,
+    responseCache: { store: store.responseCache, maxEntries: options.responseCacheMaxEntries ?? 10_000 },
+    files: store.files,
+    clientFor: (backend: Backend): ModelClient => clients[backend.kind],
+    runs: store.runs,
+    ledger: store.ledger,
+    sessions: sessionMemory,
+    coalescer: new CoalescerPacing(options.coalescer),
+    heartbeatMs: times.heartbeatMs,
+    noProgressMs: times.noProgressMs,
+  })
+}
 
 /** The use cases over the run path: sessions, runs, keys and limits, the session router, webhooks. */
 export function wireServices(options: AppOptions, runPath: RunPath, grounds: Grounds & { secrets: SecretLookup }) {
