@@ -128,6 +128,8 @@ describe.each(providers)('Responses through the openai SDK (%s)', (provider) => 
 
   it('cancels a background response: its run ends ABORTED', async () => {
     const queued = await client.responses.create({ model: 'fake-slow', input: 'a b c d e f g h i j', background: true })
+    // once it is generating, so that there is a run to abort
+    await readEvents(await client.responses.retrieve(queued.id, { stream: true }), (e) => e.type === 'response.output_text.delta')
     const cancelled = await client.responses.cancel(queued.id)
     expect(cancelled.status).toBe('cancelled')
     const { response: http } = await client.responses.retrieve(queued.id).withResponse()
