@@ -146,6 +146,8 @@ describe.each(providers)('sessions and the prompt queue (%s)', (provider) => {
     await events.until((r) => r.some((e) => e.data?.sessionEvents.__typename === 'TokenDeltaEvent'))
     const urgent = await enqueue(t, { sessionId: s, input: `charlie ${whenBusy}`, whenBusy })
     expect(urgent.position).toBe(1)
+    // all three runs ended as the subscriber saw them (an entry read elsewhere can be ahead of its stream)
+    await events.until((r) => r.filter((e) => e.data?.sessionEvents.__typename === 'RunFinishedEvent').length === 3)
     await waitForEntry(t, s, queued.queueId, ['COMPLETED'])
     events.unsubscribe()
 
