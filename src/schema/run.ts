@@ -98,155 +98,170 @@ export const RunRef = builder.objectRef<RunRecord>('Run').implement({
         'The prompts its prompt included, each at the version admission fixed (the parent’s definitionHash covers only its own text).',
       resolve: (r) => r.includes,
     }),
-    profileId: t.exposeID('profileId', { nullable: true, description: 'Null when the run failed before a profile was resolved.' }),
-    backendId: t.exposeID('backendId', {
-      nullable: true,
-      description: 'The backend that answered (after any failover); null before resolution.',
-    }),
-    model: t.exposeString('model', {
-      nullable: true,
-      description:
-        'The model that answered (after any failover). Null until the profile is resolved, so also for a run that failed before (NOT_FOUND, CREDENTIALS, …).',
-    }),
-    definitionHash: t.exposeString('definitionHash', {
-      nullable: true,
-      description: 'sha256 of the canonical prompt definition; null for a plain input.',
-    }),
-    renderedHash: t.exposeString('renderedHash', {
-      nullable: true,
-      description: 'sha256 of the rendered messages sent; null until they were rendered.',
-    }),
-    settings: t.field({ type: 'JSON', description: 'Effective settings, secrets redacted.', resolve: (r) => r.settings }),
-    output: t.exposeString('output', {
-      nullable: true,
-      description:
-        "The whole answer: partial for an aborted or failed run, '' when no token came. Null while the run is live, and for a run ended by recovery (STALE, INTERRUPTED) before any of its tokens was written.",
-    }),
-    parsedOutput: t.field({
-      type: 'JSON',
-      nullable: true,
-      description: 'The output parsed, for JSON and JSON_SCHEMA prompts.',
-      resolve: (r) => r.parsedOutput,
-    }),
-    validation: t.field({
-      type: ValidationRef,
-      nullable: true,
-      description: 'The output contract check; null unless COMPLETED.',
-      resolve: (r) => r.validation,
-    }),
-    failoverAttempts: t.field({
-      type: [FailoverAttemptRef],
-      description: 'Every try of every candidate, in order.',
-      resolve: (r) => r.failoverAttempts,
-    }),
-    alternatives: t.field({
-      type: [AlternativeRef],
-      description: 'For a parallel prompt: the answers not selected.',
-      resolve: (r) => r.alternatives,
-    }),
-    usage: t.field({
-      type: UsageRef,
-      nullable: true,
-      description:
-        'Token usage over all model calls (zero when none was made). Null while the run is live, and for a run ended by recovery (STALE, INTERRUPTED): its process died before the vendor reported usage.',
-      resolve: (r) => r.usage,
-    }),
-    cost: t.float({
-      nullable: true,
-      description:
-        'USD over every model call, cache reads and writes at their own rates (see priceTable); null while running, and when a model used has no price (never 0 for an unknown price).',
-      resolve: (r) => r.costUsd,
-    }),
-    cache: t.field({
-      type: RunCacheRef,
-      nullable: true,
-      description: 'What the exact response cache made of the run; null when it asked for none.',
-      resolve: (r) => r.cache,
-    }),
-    outputEnforcement: t.field({
-      type: OutputEnforcementEnum,
-      nullable: true,
-      description:
-        "How the answering profile enforced the output contract: NATIVE (the vendor's JSON-schema mode, validated after) or VALIDATE; null for TEXT, and before a profile answered.",
-      resolve: (r) => r.outputEnforcement,
-    }),
-    priceTable: t.exposeString('priceTable', {
-      nullable: true,
-      description:
-        "Where the cost's prices came from: `genai-prices <version>` (the bundled table), `catalog` (a backend's own prices), or both; null without a cost.",
-    }),
-    startedAt: t.field({ type: 'DateTime', description: 'When the run started.', resolve: (r) => r.startedAt }),
-    firstTokenAt: t.field({
-      type: 'DateTime',
-      nullable: true,
-      description: 'When the first token arrived; null before it.',
-      resolve: (r) => r.firstTokenAt,
-    }),
-    finishedAt: t.field({
-      type: 'DateTime',
-      nullable: true,
-      description: 'When the run ended; null while it runs.',
-      resolve: (r) => r.finishedAt,
-    }),
-    durationMs: t.int({
-      nullable: true,
-      description: 'From start to finish, once finished.',
-      resolve: (r) => (r.finishedAt ? Date.parse(r.finishedAt) - Date.parse(r.startedAt) : null),
-    }),
-    heartbeatAt: t.field({
-      type: 'DateTime',
-      nullable: true,
-      description: 'The last sign of life of the process running it.',
-      resolve: (r) => r.heartbeatAt,
-    }),
-    errorCode: t.field({
-      type: ErrorCodeEnum,
-      nullable: true,
-      description: 'Why it failed or was stopped; null when it completed.',
-      resolve: (r) => r.errorCode as never,
-    }),
-    errorMessage: t.exposeString('errorMessage', { nullable: true, description: 'What went wrong, for people; null when it completed.' }),
-    terminalReason: t.field({
-      type: TerminalReasonEnum,
-      nullable: true,
-      description: 'Why it ended; null while it runs.',
-      resolve: (r) => r.terminalReason,
-    }),
-    finishReason: t.field({
-      type: FinishReasonEnum,
-      nullable: true,
-      description:
-        "How the selected answer's last model call ended: STOP, LENGTH (cut off: with an output contract the answer counts as invalid), REFUSAL, …; null until it ended, and for a run that ended without an answer.",
-      resolve: (r) => r.finishReason,
-    }),
-    vendorFinishReason: t.exposeString('vendorFinishReason', {
-      nullable: true,
-      description:
-        "The vendor's own finish reason (OpenAI's finish_reason, Anthropic's stop_reason), as it sent it; null when it sent none.",
-    }),
-    reasoning: t.field({
-      type: ReasoningRef,
-      nullable: true,
-      description: "The thinking of the selected answer's last model call, where the vendor sent it (not in the run.finished webhook).",
-      resolve: (r) => r.reasoning,
-    }),
-    pendingToolCalls: t.field({
-      type: [PendingToolCallRef],
-      description: 'The calls the run waits for results of: empty unless it is REQUIRES_ACTION.',
-      resolve: pendingToolCalls,
-    }),
-    toolRounds: t.field({
-      type: [ToolRoundRef],
-      description: 'Its rounds of tool calls, oldest first, with their results; the last one is pending while REQUIRES_ACTION.',
-      resolve: (r) => r.toolRounds,
-    }),
-    refusal: t.exposeString('refusal', {
-      nullable: true,
-      description:
-        "What the model said instead of answering, where the vendor sends it apart from the answer (OpenAI's refusal); such a run is COMPLETED with finishReason REFUSAL and no repair.",
-    }),
   }),
 })
+
+// what it ran and what it answered
+builder.objectFields(RunRef, (t) => ({
+  profileId: t.exposeID('profileId', { nullable: true, description: 'Null when the run failed before a profile was resolved.' }),
+  backendId: t.exposeID('backendId', {
+    nullable: true,
+    description: 'The backend that answered (after any failover); null before resolution.',
+  }),
+  model: t.exposeString('model', {
+    nullable: true,
+    description:
+      'The model that answered (after any failover). Null until the profile is resolved, so also for a run that failed before (NOT_FOUND, CREDENTIALS, …).',
+  }),
+  definitionHash: t.exposeString('definitionHash', {
+    nullable: true,
+    description: 'sha256 of the canonical prompt definition; null for a plain input.',
+  }),
+  renderedHash: t.exposeString('renderedHash', {
+    nullable: true,
+    description: 'sha256 of the rendered messages sent; null until they were rendered.',
+  }),
+  settings: t.field({ type: 'JSON', description: 'Effective settings, secrets redacted.', resolve: (r) => r.settings }),
+  output: t.exposeString('output', {
+    nullable: true,
+    description:
+      "The whole answer: partial for an aborted or failed run, '' when no token came. Null while the run is live, and for a run ended by recovery (STALE, INTERRUPTED) before any of its tokens was written.",
+  }),
+  parsedOutput: t.field({
+    type: 'JSON',
+    nullable: true,
+    description: 'The output parsed, for JSON and JSON_SCHEMA prompts.',
+    resolve: (r) => r.parsedOutput,
+  }),
+  validation: t.field({
+    type: ValidationRef,
+    nullable: true,
+    description: 'The output contract check; null unless COMPLETED.',
+    resolve: (r) => r.validation,
+  }),
+  failoverAttempts: t.field({
+    type: [FailoverAttemptRef],
+    description: 'Every try of every candidate, in order.',
+    resolve: (r) => r.failoverAttempts,
+  }),
+  alternatives: t.field({
+    type: [AlternativeRef],
+    description: 'For a parallel prompt: the answers not selected.',
+    resolve: (r) => r.alternatives,
+  }),
+}))
+
+// what it used and cost
+builder.objectFields(RunRef, (t) => ({
+  usage: t.field({
+    type: UsageRef,
+    nullable: true,
+    description:
+      'Token usage over all model calls (zero when none was made). Null while the run is live, and for a run ended by recovery (STALE, INTERRUPTED): its process died before the vendor reported usage.',
+    resolve: (r) => r.usage,
+  }),
+  cost: t.float({
+    nullable: true,
+    description:
+      'USD over every model call, cache reads and writes at their own rates (see priceTable); null while running, and when a model used has no price (never 0 for an unknown price).',
+    resolve: (r) => r.costUsd,
+  }),
+  cache: t.field({
+    type: RunCacheRef,
+    nullable: true,
+    description: 'What the exact response cache made of the run; null when it asked for none.',
+    resolve: (r) => r.cache,
+  }),
+  outputEnforcement: t.field({
+    type: OutputEnforcementEnum,
+    nullable: true,
+    description:
+      "How the answering profile enforced the output contract: NATIVE (the vendor's JSON-schema mode, validated after) or VALIDATE; null for TEXT, and before a profile answered.",
+    resolve: (r) => r.outputEnforcement,
+  }),
+  priceTable: t.exposeString('priceTable', {
+    nullable: true,
+    description:
+      "Where the cost's prices came from: `genai-prices <version>` (the bundled table), `catalog` (a backend's own prices), or both; null without a cost.",
+  }),
+}))
+
+// when it ran
+builder.objectFields(RunRef, (t) => ({
+  startedAt: t.field({ type: 'DateTime', description: 'When the run started.', resolve: (r) => r.startedAt }),
+  firstTokenAt: t.field({
+    type: 'DateTime',
+    nullable: true,
+    description: 'When the first token arrived; null before it.',
+    resolve: (r) => r.firstTokenAt,
+  }),
+  finishedAt: t.field({
+    type: 'DateTime',
+    nullable: true,
+    description: 'When the run ended; null while it runs.',
+    resolve: (r) => r.finishedAt,
+  }),
+  durationMs: t.int({
+    nullable: true,
+    description: 'From start to finish, once finished.',
+    resolve: (r) => (r.finishedAt ? Date.parse(r.finishedAt) - Date.parse(r.startedAt) : null),
+  }),
+  heartbeatAt: t.field({
+    type: 'DateTime',
+    nullable: true,
+    description: 'The last sign of life of the process running it.',
+    resolve: (r) => r.heartbeatAt,
+  }),
+}))
+
+// how it ended, and its tool rounds
+builder.objectFields(RunRef, (t) => ({
+  errorCode: t.field({
+    type: ErrorCodeEnum,
+    nullable: true,
+    description: 'Why it failed or was stopped; null when it completed.',
+    resolve: (r) => r.errorCode as never,
+  }),
+  errorMessage: t.exposeString('errorMessage', { nullable: true, description: 'What went wrong, for people; null when it completed.' }),
+  terminalReason: t.field({
+    type: TerminalReasonEnum,
+    nullable: true,
+    description: 'Why it ended; null while it runs.',
+    resolve: (r) => r.terminalReason,
+  }),
+  finishReason: t.field({
+    type: FinishReasonEnum,
+    nullable: true,
+    description:
+      "How the selected answer's last model call ended: STOP, LENGTH (cut off: with an output contract the answer counts as invalid), REFUSAL, …; null until it ended, and for a run that ended without an answer.",
+    resolve: (r) => r.finishReason,
+  }),
+  vendorFinishReason: t.exposeString('vendorFinishReason', {
+    nullable: true,
+    description: "The vendor's own finish reason (OpenAI's finish_reason, Anthropic's stop_reason), as it sent it; null when it sent none.",
+  }),
+  reasoning: t.field({
+    type: ReasoningRef,
+    nullable: true,
+    description: "The thinking of the selected answer's last model call, where the vendor sent it (not in the run.finished webhook).",
+    resolve: (r) => r.reasoning,
+  }),
+  pendingToolCalls: t.field({
+    type: [PendingToolCallRef],
+    description: 'The calls the run waits for results of: empty unless it is REQUIRES_ACTION.',
+    resolve: pendingToolCalls,
+  }),
+  toolRounds: t.field({
+    type: [ToolRoundRef],
+    description: 'Its rounds of tool calls, oldest first, with their results; the last one is pending while REQUIRES_ACTION.',
+    resolve: (r) => r.toolRounds,
+  }),
+  refusal: t.exposeString('refusal', {
+    nullable: true,
+    description:
+      "What the model said instead of answering, where the vendor sends it apart from the answer (OpenAI's refusal); such a run is COMPLETED with finishReason REFUSAL and no repair.",
+  }),
+}))
 
 const runCursor = (r: RunRecord) => encodeCursor('run', r.startedAt, r.id)
 export const RunConnection = builder.connectionObject({ type: RunRef, name: 'RunConnection' })
