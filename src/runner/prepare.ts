@@ -44,6 +44,12 @@ function toChatMessage(m: StoredMessage): ChatMessage {
   return message
 }
 
+/** The request's variables; a plain input is the `input` variable too, unless one is given. */
+function variablesOf({ variables, input }: RunRequest): Record<string, unknown> {
+  const given = variables ?? {}
+  return input !== null && !Object.hasOwn(given, 'input') ? { ...given, input } : { ...given }
+}
+
 /** Some profile of the run (or of its candidates) must have its credential. */
 function requireCredentials(profile: Profile, everyone: Candidate[]): void {
   if (everyone.some((c) => c.credential.available)) return
@@ -157,8 +163,7 @@ export class PromptPreparer {
   private async resolve(tenantId: string, sessionId: string | null, request: RunRequest): Promise<Resolution> {
     // 1. the request was validated by the service; a plain input is the `input` variable too
     const { promptId, input, profileId: requestProfileId, overrides, credentialEnv: requestEnv } = request
-    const given = request.variables ?? {}
-    const variables: Record<string, unknown> = input !== null && !Object.hasOwn(given, 'input') ? { ...given, input } : { ...given }
+    const variables = variablesOf(request)
     const session = sessionId === null ? null : await this.sessions.find(tenantId, sessionId)
     if (sessionId !== null && !session) throw new NotFoundError('session', sessionId)
 
