@@ -1,12 +1,10 @@
 import { HttpAgent } from '@ag-ui/client'
 import type { BaseEvent } from '@ag-ui/core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { sha256Hex } from '../../src/domain/hash.js'
 import { OpenAiRunDocument } from '../generated/graphql.js'
-import { catalogDir } from '../helpers/catalog-dir.js'
 import { providers } from '../helpers/databases.js'
-import { ADMIN_KEY, gql } from '../helpers/key-checks.js'
-import { startTestServer, type TestServer } from '../helpers/server.js'
+import { ADMIN_KEY, gql, startWithAdminKey } from '../helpers/key-checks.js'
+import type { TestServer } from '../helpers/server.js'
 
 const CATALOG = `
 backends:
@@ -39,14 +37,7 @@ describe.each(providers)('AG-UI through @ag-ui/client (%s)', (provider) => {
   }
   const textOf = (events: Seen[]) => events.flatMap((e) => (e.type === 'TEXT_MESSAGE_CONTENT' ? [e.delta!] : [])).join('')
   beforeAll(async () => {
-    t = await startTestServer({
-      provider,
-      apiKey: ADMIN_KEY,
-      app: {
-        catalogDir: catalogDir({ 'catalog.yaml': CATALOG }),
-        apiKeys: [{ sha256: sha256Hex(ADMIN_KEY), tenantId: 'acme', role: 'admin' }],
-      },
-    })
+    t = await startWithAdminKey(provider, CATALOG)
   })
   afterAll(async () => {
     await t?.stop({ dropDatabase: true })

@@ -1,12 +1,10 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
-import { sha256Hex } from '../../src/domain/hash.js'
 import { OpenAiRunDocument, SetPromptLabelDocument, UpsertPromptDocument } from '../generated/graphql.js'
-import { catalogDir } from '../helpers/catalog-dir.js'
 import { providers } from '../helpers/databases.js'
-import { ADMIN_KEY, gql } from '../helpers/key-checks.js'
-import { startTestServer, type TestServer } from '../helpers/server.js'
+import { ADMIN_KEY, gql, startWithAdminKey } from '../helpers/key-checks.js'
+import type { TestServer } from '../helpers/server.js'
 
 const CATALOG = `
 backends:
@@ -30,14 +28,7 @@ describe.each(providers)('promptline as an MCP server (%s)', (provider) => {
   let t: TestServer
   let client: Client
   beforeAll(async () => {
-    t = await startTestServer({
-      provider,
-      apiKey: ADMIN_KEY,
-      app: {
-        catalogDir: catalogDir({ 'catalog.yaml': CATALOG }),
-        apiKeys: [{ sha256: sha256Hex(ADMIN_KEY), tenantId: 'acme', role: 'admin' }],
-      },
-    })
+    t = await startWithAdminKey(provider, CATALOG)
     for (const greeting of ['Hello', 'Howdy']) {
       await gql(t.http.url, ADMIN_KEY, UpsertPromptDocument, {
         input: {

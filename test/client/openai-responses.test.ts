@@ -6,9 +6,9 @@ import { sha256Hex } from '../../src/domain/hash.js'
 import { OpenAiRunDocument } from '../generated/graphql.js'
 import { catalogDir } from '../helpers/catalog-dir.js'
 import { createTestDatabase, providers, type TestDatabase } from '../helpers/databases.js'
-import { ADMIN_KEY, gql, TENANT } from '../helpers/key-checks.js'
+import { ADMIN_KEY, gql, startWithAdminKey, TENANT } from '../helpers/key-checks.js'
 import { killHard, startServerProcess } from '../helpers/process.js'
-import { startTestServer, type TestServer } from '../helpers/server.js'
+import type { TestServer } from '../helpers/server.js'
 
 const CATALOG = `
 backends:
@@ -38,14 +38,7 @@ describe.each(providers)('Responses through the openai SDK (%s)', (provider) => 
   let client: OpenAI
   const graphqlRun = async (id: string) => (await gql(t.http.url, ADMIN_KEY, OpenAiRunDocument, { id })).data!.run!
   beforeAll(async () => {
-    t = await startTestServer({
-      provider,
-      apiKey: ADMIN_KEY,
-      app: {
-        catalogDir: catalogDir({ 'catalog.yaml': CATALOG }),
-        apiKeys: [{ sha256: sha256Hex(ADMIN_KEY), tenantId: 'acme', role: 'admin' }],
-      },
-    })
+    t = await startWithAdminKey(provider, CATALOG)
     client = new OpenAI({ baseURL: `${t.http.url}/v1`, apiKey: ADMIN_KEY, maxRetries: 0 })
   })
   afterAll(async () => {

@@ -1,6 +1,7 @@
 import type { TypedDocumentNode } from '@graphql-typed-document-node/core'
 import { print } from 'graphql'
 import { expect } from 'vitest'
+import { sha256Hex } from '../../src/domain/hash.js'
 import {
   ApiKeysDocument,
   CreateApiKeyDocument,
@@ -15,7 +16,8 @@ import {
   ViewerDocument,
 } from '../generated/graphql.js'
 import { catalogDir } from './catalog-dir.js'
-import { Subscription } from './server.js'
+import type { TestDatabase } from './databases.js'
+import { Subscription, startTestServer, type TestServer } from './server.js'
 import { wsClient } from './ws-client.js'
 
 /** The bootstrap admin key every check creates its keys with (PROMPTLINE_API_KEYS). */
@@ -242,4 +244,16 @@ export async function checkConcurrentRuns(urls: string[]): Promise<void> {
   const runs = []
   for (const entry of entries) runs.push(await completedRun(urls[0]!, entry))
   expect(mostAtOnce(runs)).toBe(2)
+}
+
+/** A server on `provider` with the catalog `catalogYaml` and the bootstrap admin key of tenant `acme` (its client's key too). */
+export function startWithAdminKey(provider: TestDatabase['provider'], catalogYaml: string): Promise<TestServer> {
+  return startTestServer({
+    provider,
+    apiKey: ADMIN_KEY,
+    app: {
+      catalogDir: catalogDir({ 'catalog.yaml': catalogYaml }),
+      apiKeys: [{ sha256: sha256Hex(ADMIN_KEY), tenantId: TENANT, role: 'admin' }],
+    },
+  })
 }
