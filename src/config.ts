@@ -14,6 +14,7 @@ import {
   type RequestLimits,
 } from './domain/limits.js'
 import { LOG_FORMATS, LOG_LEVELS, type LogFormat, type LogLevel } from './domain/logger.js'
+import type { ToolServerAccess } from './domain/tool-servers.js'
 import { checkSecret, DEFAULT_RETRY_DELAYS_MS, parseRetryDelays, parseWebhookSecrets } from './domain/webhooks.js'
 import { type CoalescerOptions, DEFAULT_COALESCER_OPTIONS } from './runner/token-coalescer.js'
 
@@ -61,6 +62,17 @@ const configSchema = z.object({
   PROMPTLINE_MUTATIONS_PER_SECOND: count(DEFAULT_REQUEST_LIMITS.mutationsPerSecond),
   PROMPTLINE_MAX_SUBSCRIPTIONS_PER_KEY: count(DEFAULT_REQUEST_LIMITS.subscriptionsPerKey),
   PROMPTLINE_CREDENTIAL_ENV_ALLOWLIST: z
+    .string()
+    .regex(/^\s*[A-Za-z_][A-Za-z0-9_]*(\s*,\s*[A-Za-z_][A-Za-z0-9_]*)*\s*$/, 'must be environment variable names separated by commas')
+    .optional(),
+  PROMPTLINE_MCP_ORIGINS: z
+    .string()
+    .refine(
+      (v) => nameList(v).every((o) => o === '*' || (URL.canParse(o) && new URL(o).origin === o)),
+      'must be origins (scheme://host:port) separated by commas, or *',
+    )
+    .optional(),
+  PROMPTLINE_MCP_HEADER_ENVS: z
     .string()
     .regex(/^\s*[A-Za-z_][A-Za-z0-9_]*(\s*,\s*[A-Za-z_][A-Za-z0-9_]*)*\s*$/, 'must be environment variable names separated by commas')
     .optional(),
@@ -113,6 +125,8 @@ export interface Config {
   credentialEnvAllowlist: string[]
   /** Labels only an admin key may move, besides `production`. */
   protectedLabels: string[]
+  /** The MCP servers runs may call: their origins, and the variables their headers may read. */
+  toolServers: ToolServerAccess
   logLevel: LogLevel
   /** json for machines; pretty (pino-pretty) by default when stderr is a terminal. */
   logFormat: LogFormat
@@ -146,7 +160,6 @@ export class ConfigError extends Error {
   override name = 'ConfigError'
 }
 
-/** Parses the environment; empty strings count as unset so `.env` templates can leave blanks. */
 /** A comma-separated list of names, trimmed, blanks left out. */
 const nameList = (value: string | undefined): string[] =>
   (value ?? '')
@@ -229,6 +242,7 @@ export function loadConfig(env: Record<string, string | undefined>): Config {
     ...limitsOf(c),
     credentialEnvAllowlist: nameList(c.PROMPTLINE_CREDENTIAL_ENV_ALLOWLIST),
     protectedLabels: nameList(c.PROMPTLINE_PROTECTED_LABELS),
+    toolServers: { origins: nameList(c.PROMPTLINE_MCP_ORIGINS), headerEnvs: nameList(c.PROMPTLINE_MCP_HEADER_ENVS) },
     logLevel: c.LOG_LEVEL,
     logFormat: c.LOG_FORMAT ?? (process.stderr.isTTY ? 'pretty' : 'json'),
     responseCacheMaxEntries: c.PROMPTLINE_RESPONSE_CACHE_MAX_ENTRIES,

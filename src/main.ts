@@ -27,6 +27,7 @@ function appOptions(config: Config): AppOptions {
     redisPrefix: config.redisPrefix,
     credentialEnvAllowlist: config.credentialEnvAllowlist,
     protectedLabels: config.protectedLabels,
+    toolServers: config.toolServers,
     responseCacheMaxEntries: config.responseCacheMaxEntries,
     files: config.files,
     apiKeys: config.apiKeys,

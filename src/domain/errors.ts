@@ -144,7 +144,7 @@ export class ToolTimeoutError extends PromptlineError {
   readonly code = 'TOOL_TIMEOUT'
 }
 
-export type ToolResultRejection = 'NOT_WAITING' | 'UNKNOWN_CALL' | 'ALREADY_ANSWERED' | 'INVALID'
+export type ToolResultRejection = 'NOT_WAITING' | 'UNKNOWN_CALL' | 'ALREADY_ANSWERED' | 'INVALID' | 'SERVER_CALL' | 'NO_APPROVAL_NEEDED'
 
 /** Tool results that cannot be taken; nothing of the submission was kept. */
 export class ToolResultRejectedError extends PromptlineError {

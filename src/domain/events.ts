@@ -1,8 +1,16 @@
 import type { MessageRecord, QueueEntryRecord, RunRecord } from './records.js'
-import type { ToolCall } from './tools.js'
+import type { RoundCall } from './tools.js'
 
 const QUEUE_ENTRY_EVENT_KINDS = ['QUEUED', 'STARTED', 'RUNNING', 'FINISHED'] as const
 export type QueueEntryEventKind = (typeof QUEUE_ENTRY_EVENT_KINDS)[number]
+
+/** An approval or a decline of a call, as ToolCallsDecidedEvent tells it. */
+export interface ToolCallDecision {
+  callId: string
+  approve: boolean
+  reason: string | null
+  keyId: string | null
+}
 
 /** What happened, without its place in the stream. Snapshots are taken when it happened. */
 export type SessionEventData =
@@ -12,7 +20,9 @@ export type SessionEventData =
   | { type: 'GENERATION_RESTARTED'; attempt: number; reason: string; discardedChars: number; candidate: string | null }
   | { type: 'TOOL_CALL_STARTED'; callId: string; name: string; round: number }
   | { type: 'TOOL_CALL_DELTA'; callId: string; argumentsDelta: string }
-  | { type: 'TOOL_CALLS_REQUESTED'; round: number; calls: ToolCall[] }
+  | { type: 'TOOL_CALLS_REQUESTED'; round: number; calls: RoundCall[] }
+  | { type: 'TOOL_CALLS_DECIDED'; round: number; decisions: ToolCallDecision[] }
+  | { type: 'TOOL_CALL_RESULT'; round: number; callId: string; server: string; output: string; isError: boolean; durationMs: number | null }
   | { type: 'STEER_ACCEPTED'; steerId: string; queueId: string }
   | { type: 'STEER_APPLIED'; steerId: string }
   | { type: 'MESSAGE_CREATED'; message: MessageRecord }

@@ -3,6 +3,7 @@ import { z } from 'zod'
 import { boundedJsonObject, jsonOutOfBounds } from './json-bounds.js'
 import { compileOutputSchema } from './output-schema.js'
 import type { ChatMessage, Reasoning, Usage } from './records.js'
+import { type ToolServer, toolServerSchema } from './tool-servers.js'
 
 /** A function the model may call: the application runs it and submits its result. */
 export interface ToolSpec {
@@ -12,6 +13,8 @@ export interface ToolSpec {
   inputSchema: Record<string, unknown>
   /** The vendor is asked to keep to the schema exactly, and the arguments are validated against it. */
   strict: boolean
+  /** The label of the MCP server that serves it (promptline calls it); absent for a function the application runs. */
+  server?: string
 }
 
 /** Which tool the model must call: any or none as it likes, at least one, none, or this one. */
@@ -24,6 +27,7 @@ export interface ToolLayer {
   parallelToolCalls?: boolean
   maxToolRounds?: number
   toolTimeoutMs?: number
+  mcpServers?: ToolServer[]
 }
 
 /** The tools of a model call, merged from its layers. */
@@ -34,8 +38,10 @@ export interface Tooling {
   parallelToolCalls: boolean | null
   /** Rounds of tool calls a run may make before it fails. */
   maxToolRounds: number
-  /** How long a run waits for a round's results before it fails with TOOL_TIMEOUT. */
+  /** How long a run waits for a round's results before it fails with TOOL_TIMEOUT; also how long one MCP call may take. */
   toolTimeoutMs: number
+  /** The MCP servers whose allowed tools join `tools` when the run starts. */
+  mcpServers: ToolServer[]
 }
 
 const DEFAULT_MAX_TOOL_ROUNDS = 8
@@ -48,6 +54,7 @@ export const NO_TOOLS: Tooling = {
   parallelToolCalls: null,
   maxToolRounds: DEFAULT_MAX_TOOL_ROUNDS,
   toolTimeoutMs: DEFAULT_TOOL_TIMEOUT_MS,
+  mcpServers: [],
 }
 const TOOL_NAME = /^[A-Za-z0-9_-]{1,64}$/
 
@@ -93,6 +100,15 @@ export const toolLayerShape = {
     .min(1_000)
     .max(24 * 3_600_000)
     .nullish(),
+  mcpServers: z
+    .array(toolServerSchema)
+    .max(16)
+    .superRefine((servers, ctx) => {
+      const labels = servers.map((s) => s.label)
+      const twice = labels.find((label, i) => labels.indexOf(label) !== i)
+      if (twice) ctx.addIssue({ code: 'custom', message: `declares server '${twice}' twice` })
+    })
+    .nullish(),
 }
 
 type ParsedToolFields = {
@@ -101,6 +117,7 @@ type ParsedToolFields = {
   parallelToolCalls?: boolean | null
   maxToolRounds?: number | null
   toolTimeoutMs?: number | null
+  mcpServers?: ToolServer[] | null
 }
 
 /** The tool fields that were given, canonical (absent ones stay absent, so older definitions keep their hash). */
@@ -118,34 +135,38 @@ export function toolLayerOf(parsed: ParsedToolFields): ToolLayer {
   if (parsed.parallelToolCalls != null) layer.parallelToolCalls = parsed.parallelToolCalls
   if (parsed.maxToolRounds != null) layer.maxToolRounds = parsed.maxToolRounds
   if (parsed.toolTimeoutMs != null) layer.toolTimeoutMs = parsed.toolTimeoutMs
+  if (parsed.mcpServers) layer.mcpServers = parsed.mcpServers
   return layer
 }
 
 /**
- * The layers merged, lowest first: tools are joined by name (a higher layer's tool of the same
- * name replaces the lower one), the other fields are the highest layer's that sets them. Null
- * when no layer declares a tool. A `toolChoice` naming a tool that is not declared is refused.
+ * The layers merged, lowest first: tools are joined by name and MCP servers by label (a higher
+ * layer's replaces the lower one's), the other fields are the highest layer's that sets them.
+ * Null when no layer declares a tool or a server.
  */
 export function mergeTooling(layers: readonly (ToolLayer | null | undefined)[]): Tooling | null {
   const tools = new Map<string, ToolSpec>()
+  const servers = new Map<string, ToolServer>()
   const merged: Tooling = { ...NO_TOOLS }
   for (const layer of layers) {
     if (!layer) continue
     for (const tool of layer.tools ?? []) tools.set(tool.name, tool)
+    for (const server of layer.mcpServers ?? []) servers.set(server.label, server)
     merged.toolChoice = layer.toolChoice ?? merged.toolChoice
     merged.parallelToolCalls = layer.parallelToolCalls ?? merged.parallelToolCalls
     merged.maxToolRounds = layer.maxToolRounds ?? merged.maxToolRounds
     merged.toolTimeoutMs = layer.toolTimeoutMs ?? merged.toolTimeoutMs
   }
-  if (tools.size === 0) return null
+  if (tools.size === 0 && servers.size === 0) return null
   merged.tools = [...tools.values()]
+  merged.mcpServers = [...servers.values()]
   return merged
 }
 
-/** The tool a choice names that is not declared, or null. */
+/** The tool a choice names that is not declared, or null (a server's tools are known once the run lists them). */
 export function undeclaredChoice(tooling: Tooling): string | null {
   const { toolChoice } = tooling
-  if (typeof toolChoice !== 'object') return null
+  if (typeof toolChoice !== 'object' || tooling.mcpServers.length > 0) return null
   return tooling.tools.some((t) => t.name === toolChoice.name) ? null : toolChoice.name
 }
 
@@ -157,7 +178,7 @@ export interface ToolCall {
   arguments: string
 }
 
-/** What the application answered for one call. */
+/** What a call answered: submitted by the application, or returned by the MCP server promptline called. */
 export interface ToolResult {
   callId: string
   /** The tool's output: JSON text or plain text, given to the model as it is. */
@@ -166,10 +187,33 @@ export interface ToolResult {
   /** The key of the submission that brought it; a repeat with that key answers as the first did. */
   idempotencyKey: string | null
   at: string
+  /** An MCP call's server label and how long the call took; absent for an application's result. */
+  server?: string
+  durationMs?: number
 }
 
-/** A call of a round, with what is wrong with its arguments (checked when it was made). */
-export type RoundCall = ToolCall & { argumentErrors: string[] }
+/** Someone's answer to a call that waited for an approval. */
+export interface ApprovalDecision {
+  approve: boolean
+  reason: string | null
+  /** The API key that decided (its id); null where keys are off. */
+  keyId: string | null
+  idempotencyKey: string | null
+  at: string
+}
+
+/**
+ * A call of a round, with what is wrong with its arguments (checked when it was made). A call of
+ * an MCP server's tool names the server, says whether it waits for an approval, carries the
+ * decision once made, and when promptline began it (a call begun and never answered is not made again).
+ */
+export type RoundCall = ToolCall & {
+  argumentErrors: string[]
+  server?: string
+  approvalRequired?: boolean
+  decision?: ApprovalDecision
+  startedAt?: string
+}
 
 /** One round of tool calls: the model's calls, the results so far, and what the round's generation used. */
 export interface ToolRound {
@@ -196,6 +240,25 @@ export const submittedWith = (rounds: readonly ToolRound[], key: string | null):
 /** A call still waiting for its result. */
 export const pendingCalls = (round: ToolRound): RoundCall[] =>
   round.calls.filter((call) => !round.results.some((r) => r.callId === call.callId))
+
+/** The pending calls that wait for an approval not yet given. */
+export const awaitingApproval = (round: ToolRound): RoundCall[] =>
+  pendingCalls(round).filter((call) => call.approvalRequired === true && call.decision === undefined)
+
+/** The MCP calls promptline may make now: pending, not begun, and approved where they had to be. */
+export const callsToMake = (round: ToolRound): RoundCall[] =>
+  pendingCalls(round).filter(
+    (call) =>
+      call.server !== undefined && call.startedAt === undefined && (call.approvalRequired !== true || call.decision?.approve === true),
+  )
+
+/** Whether calls need the application: a call for it to answer, or one to approve or decline. */
+export const handsOver = (calls: readonly RoundCall[]): boolean =>
+  calls.some((call) => call.server === undefined || (call.approvalRequired === true && call.decision === undefined))
+
+/** Whether a decision with this key was already taken in one of the rounds (a repeat answers as it did). */
+export const decidedWith = (rounds: readonly ToolRound[], key: string | null): boolean =>
+  key !== null && rounds.some((r) => r.calls.some((c) => c.decision?.idempotencyKey === key))
 
 // Anthropic ids must match [A-Za-z0-9_-]+; OpenAI's must be at most 40 characters
 const ID_UNSAFE = /[^A-Za-z0-9_-]/g

@@ -38,6 +38,7 @@ import { IdempotentAdmissions } from './idempotent-admissions.js'
 import { QueueDrain } from './queue-drain.js'
 import { QueueRecovery } from './queue-recovery.js'
 import type { RunSettlement } from './run-settlement.js'
+import type { ToolCallDecisions } from './run-supervisor.js'
 import { RunSupervisor } from './run-supervisor.js'
 import type { SessionActor } from './session-actor.js'
 import { SessionActors } from './session-actors.js'
@@ -283,6 +284,11 @@ export class PromptQueue {
   /** Tool results for a run of a session held here that waits for them; resolves with the run once they are durable. */
   submitToolResults(tenantId: string, runId: string, results: SubmittedResult[], idempotencyKey: string | null): Promise<RunRecord> {
     return this.supervisor.submitToolResults(tenantId, runId, results, idempotencyKey)
+  }
+
+  /** Approvals and declines for a run of a session held here; resolves with the run once they are durable. */
+  decideToolCalls(tenantId: string, runId: string, decision: ToolCallDecisions): Promise<RunRecord> {
+    return this.supervisor.decideToolCalls(tenantId, runId, decision)
   }
 
   /** Accepts a steer for the running entry; it is applied at the run's next token boundary. */

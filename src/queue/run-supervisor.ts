@@ -1,10 +1,19 @@
 import { NotFoundError, SteerRejectedError, ToolResultRejectedError } from '../domain/errors.js'
 import { advanceEntry, isTerminalRun } from '../domain/lifecycles.js'
 import type { QueueEntryRecord, RunRecord } from '../domain/records.js'
-import { submittedWith } from '../domain/tools.js'
+import { decidedWith, submittedWith } from '../domain/tools.js'
 import type { RunExecutor } from '../runner/run-executor.js'
 import { RunStop } from '../runner/run-stop.js'
+import type { SubmittedDecision } from '../runner/server-calls.js'
 import type { SubmittedResult } from '../runner/tool-rounds.js'
+
+/** Decisions on a run's calls, who gave them, and the key a repeat names. */
+export interface ToolCallDecisions {
+  decisions: SubmittedDecision[]
+  idempotencyKey: string | null
+  keyId: string | null
+}
+
 import type { RunStore } from '../store/run-store.js'
 import type { AdmissionLimits } from './admission-limits.js'
 import type { QueueEntryWriter } from './entry-writer.js'
@@ -112,6 +121,20 @@ export class RunSupervisor {
     if (!run) throw new NotFoundError('run', runId)
     if (submittedWith(run.toolRounds, key)) return run
     throw new ToolResultRejectedError(`run '${runId}' is ${run.status}, not waiting for tool results`, 'NOT_WAITING')
+  }
+
+  /** Approves or declines MCP calls a run waits on, durably; a repeat of a request (same key) answers the same, also later. */
+  async decideToolCalls(tenantId: string, runId: string, decision: ToolCallDecisions): Promise<RunRecord> {
+    const { decisions, idempotencyKey, keyId } = decision
+    const active = this.live.get(runId)
+    if (active && active.entry.tenantId === tenantId) {
+      await active.handle.decideToolCalls(decisions, idempotencyKey, keyId)
+      return { ...active.handle.run }
+    }
+    const run = await this.deps.runs.find(tenantId, runId)
+    if (!run) throw new NotFoundError('run', runId)
+    if (decidedWith(run.toolRounds, idempotencyKey)) return run
+    throw new ToolResultRejectedError(`run '${runId}' is ${run.status}, not waiting for tool calls`, 'NOT_WAITING')
   }
 
   /** Accepts a steer for the session's running entry; the run applies it at its next token boundary. */

@@ -15,6 +15,7 @@ import { compileOutputSchema } from '../domain/output-schema.js'
 import type { ChatMessage, RunRequest } from '../domain/records.js'
 import { promptCacheKey } from '../domain/settings.js'
 import { renderTemplates } from '../domain/template.js'
+import { serverRefused, type ToolServerAccess } from '../domain/tool-servers.js'
 import { mergeTooling, pairedHistory, type ToolCall, type Tooling, type ToolLayer, toolLayerOf, undeclaredChoice } from '../domain/tools.js'
 import { unsupportedSetting } from '../providers/capabilities.js'
 import { type OutputEnforcementPlan, outputEnforcementFor } from '../providers/structured-output.js'
@@ -140,6 +141,8 @@ export class PromptPreparer {
     private readonly files: FileLookup,
     /** Variables any backend's key may be taken from, besides those the backend names. */
     private readonly credentialEnvAllowlist: readonly string[] = [],
+    /** The MCP servers runs may call. */
+    private readonly toolServerAccess: ToolServerAccess = { origins: [], headerEnvs: [] },
   ) {}
 
   /** A dry run: admission, then assembly around the session's `history`. */
@@ -273,6 +276,10 @@ export class PromptPreparer {
       const tooling = mergeTooling([toolLayerOf(member), ...toolLayers])
       const undeclared = tooling && undeclaredChoice(tooling)
       if (undeclared) throw InvalidRequestError.at('tools.toolChoice', `names tool '${undeclared}', which is not declared`)
+      for (const server of tooling?.mcpServers ?? []) {
+        const refused = serverRefused(server, this.toolServerAccess)
+        if (refused) throw InvalidRequestError.at('mcpServers', refused)
+      }
       const output = outputEnforcementFor(backend.kind, asked.output)
       if (asked.output.enforcement === 'NATIVE' && output.problem !== null) {
         throw InvalidRequestError.at('promptId', `profile '${member.id}' cannot enforce the output schema natively: ${output.problem}`)

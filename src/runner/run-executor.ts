@@ -4,11 +4,13 @@ import type { QueueEntryRecord, RunRecord } from '../domain/records.js'
 import { inRunSpan } from '../domain/tracing.js'
 import type { FileBytes } from '../providers/content-parts.js'
 import type { ModelClient } from '../providers/model-client.js'
+import type { ToolServerClients } from '../providers/tool-server-clients.js'
 import type { AdmittedPrompt, PromptPreparer } from './prepare.js'
 import { type ResponseCacheDeps, RunResponseCache } from './response-cache.js'
 import { type GenerationEnd, RunGeneration } from './run-generation.js'
 import { RunRecorder, type RunRecorderDeps, type RunSession } from './run-recorder.js'
 import { type RunStop, STALLS } from './run-stop.js'
+import type { SubmittedDecision } from './server-calls.js'
 import { SteerInbox } from './steer-inbox.js'
 import type { CoalescerPacing } from './token-coalescer.js'
 import { type SubmittedResult, ToolRounds } from './tool-rounds.js'
@@ -29,6 +31,8 @@ export interface RunHandle {
   stop(stop: RunStop): boolean
   /** Takes results for the round the run waits on, durably; throws ToolResultRejectedError. */
   submitToolResults(results: SubmittedResult[], idempotencyKey: string | null): Promise<void>
+  /** Approves or declines MCP calls the run waits on, durably; throws ToolResultRejectedError. */
+  decideToolCalls(decisions: SubmittedDecision[], idempotencyKey: string | null, keyId: string | null): Promise<void>
   /** `listener` is told each time the run starts waiting for tool results. */
   onWaiting(listener: () => void): void
 }
@@ -39,6 +43,8 @@ export interface RunExecutorDeps extends RunRecorderDeps {
   /** Uploaded files' bytes, read once a run's messages are assembled. */
   files: { read(tenantId: string, ids: readonly string[]): Promise<FileBytes> }
   clientFor(backend: Backend): ModelClient
+  /** The MCP servers' clients, which list and make the calls of their tools. */
+  toolServers: ToolServerClients
   capacity: CapacityPools
   coalescer: CoalescerPacing
 }
@@ -71,7 +77,7 @@ export class RunExecutor {
       },
       resumed,
     )
-    const tools = new ToolRounds(recorder)
+    const tools = new ToolRounds(recorder, this.deps.toolServers)
     const steers = new SteerInbox()
     let generationStarted!: (started: boolean) => void
     const generating = new Promise<boolean>((resolve) => {
@@ -109,6 +115,7 @@ export class RunExecutor {
         return true
       },
       submitToolResults: (results, key) => tools.submit(results, key),
+      decideToolCalls: (decisions, key, keyId) => tools.decide(decisions, key, keyId),
       onWaiting: (listener) => recorder.onWaiting(listener),
     }
   }

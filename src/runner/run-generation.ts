@@ -14,6 +14,7 @@ import type { RunExecutorDeps } from './run-executor.js'
 import { RunLeases } from './run-leases.js'
 import type { RunEnding, RunRecorder } from './run-recorder.js'
 import { RunStop } from './run-stop.js'
+import { withServerTools } from './server-calls.js'
 import type { SteerInbox } from './steer-inbox.js'
 import { TokenCoalescer } from './token-coalescer.js'
 import { answerThroughRounds } from './tool-loop.js'
@@ -102,8 +103,9 @@ export class RunGeneration {
   private async plan(): Promise<RunPlan> {
     const { recorder, entry, admitted, signal, cache } = this.parts
     const { run } = this
-    const resolution = admitted ?? (await this.deps.preparer.admit(run.tenantId, entry.sessionId, entry.request))
+    const admission = admitted ?? (await this.deps.preparer.admit(run.tenantId, entry.sessionId, entry.request))
     signal.throwIfAborted()
+    const resolution = await withServerTools(admission, this.deps.toolServers, signal)
     recorder.amend({
       ...answeredBy(resolution.candidates[0]!),
       promptVersion: resolution.prompt?.version ?? null,

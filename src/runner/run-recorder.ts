@@ -4,7 +4,7 @@ import { advanceRun } from '../domain/lifecycles.js'
 import type { Logger } from '../domain/logger.js'
 import type { Metrics } from '../domain/metrics.js'
 import type { ChatMessage, MessageRecord, QueueEntryRecord, RunRecord, RunStatus, TerminalReason } from '../domain/records.js'
-import type { ToolRound } from '../domain/tools.js'
+import { handsOver, type ToolRound } from '../domain/tools.js'
 import { inSpan } from '../domain/tracing.js'
 import type { SessionStream } from '../events/session-stream.js'
 import type { DatabaseLink } from '../store/database-link.js'
@@ -213,7 +213,9 @@ export class RunRecorder {
     const waiting = { ...this.live, toolRounds: [...this.live.toolRounds, round] }
     advanceRun(waiting, 'REQUIRES_ACTION')
     await this.journal.write(async () => {
-      await this.deps.database.retried(() => this.deps.ledger.requireAction(waiting, this.entry.request.webhookUrl ?? null))
+      // run.requires_action is sent when the application has something to do
+      const webhookUrl = handsOver(round.calls) ? (this.entry.request.webhookUrl ?? null) : null
+      await this.deps.database.retried(() => this.deps.ledger.requireAction(waiting, webhookUrl))
       this.written = JSON.stringify(waiting)
     })
     Object.assign(this.live, { status: waiting.status, toolRounds: waiting.toolRounds })

@@ -29,26 +29,25 @@ export class ToolCallAssembler {
 }
 
 /**
- * Where a run waits for a round's results: `wait` resolves once no call is pending, and rejects
- * with the stop when the run is stopped, or with TOOL_TIMEOUT at the round's deadline. Owns its
- * timer.
+ * Where a run waits on a round: `wait` resolves once `ready` says so (every call answered, or an
+ * MCP call may now be made), and rejects with the stop when the run is stopped, or with
+ * TOOL_TIMEOUT at the round's deadline. Owns its timer.
  */
 export class ToolResultsGate {
   private wake: (() => void) | null = null
 
   constructor(
-    /** How many calls of the round still wait for a result. */
-    private readonly pending: () => number,
+    private readonly ready: () => boolean,
     private readonly deadline: string,
   ) {}
 
-  /** Called after results were added to the round. */
-  answered(): void {
-    if (this.pending() === 0) this.wake?.()
+  /** Called after the round changed (results added, calls decided). */
+  changed(): void {
+    if (this.ready()) this.wake?.()
   }
 
   wait(signal: AbortSignal): Promise<void> {
-    if (this.pending() === 0) return Promise.resolve()
+    if (this.ready()) return Promise.resolve()
     return new Promise<void>((resolve, reject) => {
       const finish = (error?: unknown) => {
         clearTimeout(timer)

@@ -41,7 +41,7 @@ export async function answerThroughRounds(loop: ToolLoop): Promise<Answer> {
   for (;;) {
     if (tools.waiting) {
       loop.releaseLeases()
-      await tools.results(loop.signal)
+      await tools.results(caller.candidate.tooling ?? NO_TOOLS, loop.signal)
       recorder.resumeGenerating()
       for (const steer of steers.take()) {
         tools.added.push({ role: 'user', content: steer.text })

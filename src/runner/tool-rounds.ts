@@ -1,8 +1,10 @@
 import { GenerationError, ToolResultRejectedError } from '../domain/errors.js'
 import type { ChatMessage } from '../domain/records.js'
-import { argumentErrors, pendingCalls, submittedWith, type Tooling, type ToolRound } from '../domain/tools.js'
+import { argumentErrors, callsToMake, pendingCalls, submittedWith, type Tooling, type ToolRound } from '../domain/tools.js'
+import type { ToolServerClients } from '../providers/tool-server-clients.js'
 import type { Answer } from './answer.js'
 import type { RunRecorder } from './run-recorder.js'
+import { roundCallOf, ServerCalls, type SubmittedDecision } from './server-calls.js'
 import { ToolResultsGate } from './tool-calls.js'
 
 /** One result as a client submits it. */
@@ -25,15 +27,21 @@ function roundMessages(round: ToolRound): ChatMessage[] {
 
 /**
  * A run's rounds of tool calls (kept on its record, so a restarted server picks them up): opening
- * a round when the model calls tools, waiting for its results without holding capacity, and
- * taking results as clients submit them — durably, before they are acknowledged.
+ * a round when the model calls tools, waiting for its results without holding capacity, making
+ * the calls of MCP servers' tools as they may be made, and taking results and approvals as
+ * clients submit them — durably, before they are acknowledged.
  */
 export class ToolRounds {
   private gate: ToolResultsGate | null = null
+  private readonly serverCalls: ServerCalls
   /** What the rounds whose results came added to the conversation (for a resumed run, those before its waiting one). */
   readonly added: ChatMessage[]
 
-  constructor(private readonly recorder: RunRecorder) {
+  constructor(
+    private readonly recorder: RunRecorder,
+    clients: ToolServerClients,
+  ) {
+    this.serverCalls = new ServerCalls(recorder, clients)
     this.added = this.rounds.filter((r) => r !== this.waiting).flatMap(roundMessages)
   }
 
@@ -54,7 +62,7 @@ export class ToolRounds {
     }
     const round: ToolRound = {
       ...of,
-      calls: answer.toolCalls.map((call) => ({ ...call, argumentErrors: argumentErrors(call, tooling.tools) })),
+      calls: answer.toolCalls.map((call) => roundCallOf(call, argumentErrors(call, tooling.tools), tooling)),
       results: [],
       deadline: new Date(Date.now() + tooling.toolTimeoutMs).toISOString(),
       reasoning: answer.end?.reasoning ?? null,
@@ -63,15 +71,23 @@ export class ToolRounds {
     return round
   }
 
-  /** Waits until every call of the waiting round has a result; the round's messages join `added`. */
-  async results(signal: AbortSignal): Promise<void> {
-    this.gate = new ToolResultsGate(() => pendingCalls(this.waiting!).length, this.waiting!.deadline)
+  /**
+   * Waits until every call of the waiting round has a result, making the MCP calls as they may be
+   * made (at once, or once approved); the round's messages join `added`.
+   */
+  async results(tooling: Tooling, signal: AbortSignal): Promise<void> {
+    const round = () => this.waiting!
+    this.gate = new ToolResultsGate(() => pendingCalls(round()).length === 0 || callsToMake(round()).length > 0, round().deadline)
     try {
-      await this.gate.wait(signal)
+      for (;;) {
+        await this.serverCalls.makeReady(round, tooling, signal)
+        if (pendingCalls(round()).length === 0) break
+        await this.gate.wait(signal)
+      }
     } finally {
       this.gate = null
     }
-    this.added.push(...roundMessages(this.waiting!))
+    this.added.push(...roundMessages(round()))
   }
 
   /** The whole exchange so far: `added`, and the waiting round's calls with the results it has (for a run stopped while it waits). */
@@ -94,7 +110,12 @@ export class ToolRounds {
       const answered = { ...round, results: [...round.results, ...results.map((r) => ({ ...r, idempotencyKey, at }))] }
       return rounds.map((r) => (r === round ? answered : r))
     })
-    if (taken) this.gate?.answered()
+    if (taken) this.gate?.changed()
+  }
+
+  /** Approves or declines MCP calls of the waiting round, durably; an approved call is made once the run sees it. */
+  async decide(decisions: SubmittedDecision[], idempotencyKey: string | null, keyId: string | null): Promise<void> {
+    if (await this.serverCalls.decide(() => this.waiting, decisions, idempotencyKey, keyId)) this.gate?.changed()
   }
 }
 
@@ -105,6 +126,10 @@ function rejectBadSubmission(round: ToolRound, results: SubmittedResult[]): void
   if (twice) throw new ToolResultRejectedError(`call '${twice}' has two results in this submission`, 'INVALID')
   const pending = new Set(pendingCalls(round).map((c) => c.callId))
   for (const id of ids) {
+    const server = round.calls.find((c) => c.callId === id)?.server
+    if (pending.has(id) && server !== undefined) {
+      throw new ToolResultRejectedError(`call '${id}' is made by promptline on MCP server '${server}'`, 'SERVER_CALL')
+    }
     if (pending.has(id)) continue
     if (round.calls.some((c) => c.callId === id))
       throw new ToolResultRejectedError(`call '${id}' already has its result`, 'ALREADY_ANSWERED')

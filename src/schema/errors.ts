@@ -172,12 +172,14 @@ builder.objectType(SteerRejectedError, {
 })
 
 const ToolResultRejectionEnum = builder.enumType('ToolResultRejection', {
-  description: 'Why tool results were not taken.',
+  description: 'Why tool results or approvals were not taken.',
   values: {
     NOT_WAITING: { description: 'The run is not waiting for tool results (it has moved on, or ended).' },
     UNKNOWN_CALL: { description: 'A result names a call the run does not wait for.' },
     ALREADY_ANSWERED: { description: 'A call already has its result (from a submission with another key).' },
     INVALID: { description: 'The submission itself is wrong: no results, or two for one call.' },
+    SERVER_CALL: { description: "A result names a call promptline makes itself (an MCP server's tool); approve or decline it instead." },
+    NO_APPROVAL_NEEDED: { description: 'A decision names a call that waits for no approval.' },
   },
 })
 

@@ -1,4 +1,4 @@
-import type { QueueEntryEventKind, SessionEvent, SessionEventType } from '../domain/events.js'
+import type { QueueEntryEventKind, SessionEvent, SessionEventType, ToolCallDecision } from '../domain/events.js'
 import { builder } from './builder.js'
 import { describedValues } from './described.js'
 import { QueueEntryRef } from './queue-entry.js'
@@ -16,6 +16,8 @@ const TYPE_NAMES: Record<SessionEventType, string> = {
   TOOL_CALL_STARTED: 'ToolCallStartedEvent',
   TOOL_CALL_DELTA: 'ToolCallDeltaEvent',
   TOOL_CALLS_REQUESTED: 'ToolCallsRequestedEvent',
+  TOOL_CALLS_DECIDED: 'ToolCallsDecidedEvent',
+  TOOL_CALL_RESULT: 'ToolCallResultEvent',
   STEER_ACCEPTED: 'SteerAcceptedEvent',
   STEER_APPLIED: 'SteerAppliedEvent',
   MESSAGE_CREATED: 'MessageCreatedEvent',
@@ -113,12 +115,47 @@ builder.objectRef<Of<'TOOL_CALL_DELTA'>>('ToolCallDeltaEvent').implement({
 })
 
 builder.objectRef<Of<'TOOL_CALLS_REQUESTED'>>('ToolCallsRequestedEvent').implement({
-  description: 'The run waits for the results of these calls (REQUIRES_ACTION); submit them with submitToolResults.',
+  description:
+    'The run waits for the results of these calls (REQUIRES_ACTION): submit those with no server (submitToolResults), approve or decline those with approvalRequired (approveToolCalls); promptline makes the other MCP calls itself.',
   interfaces: [SessionEventRef],
   fields: (t) => ({
     runId: t.id({ description: 'The waiting run.', resolve: (e) => e.runId! }),
     round: t.exposeInt('round', { description: "The round's index in Run.toolRounds." }),
     calls: t.field({ type: [ToolCallRef], description: 'The calls, in the order made.', resolve: (e) => e.calls }),
+  }),
+})
+
+const ToolCallDecisionRef = builder.objectRef<ToolCallDecision>('ToolCallDecision').implement({
+  description: 'An approval or a decline of one call.',
+  fields: (t) => ({
+    callId: t.exposeID('callId', { description: 'The call.' }),
+    approve: t.exposeBoolean('approve', { description: 'True: promptline makes it; false: it is declined and never made.' }),
+    reason: t.exposeString('reason', { nullable: true, description: 'Why, as the decider said.' }),
+    keyId: t.exposeString('keyId', { nullable: true, description: 'The API key that decided (its id); null where keys are off.' }),
+  }),
+})
+
+builder.objectRef<Of<'TOOL_CALLS_DECIDED'>>('ToolCallsDecidedEvent').implement({
+  description: 'Calls awaiting approval were approved or declined (approveToolCalls), durably.',
+  interfaces: [SessionEventRef],
+  fields: (t) => ({
+    runId: t.id({ description: 'The waiting run.', resolve: (e) => e.runId! }),
+    round: t.exposeInt('round', { description: "The round's index in Run.toolRounds." }),
+    decisions: t.field({ type: [ToolCallDecisionRef], description: 'The decisions, as given.', resolve: (e) => e.decisions }),
+  }),
+})
+
+builder.objectRef<Of<'TOOL_CALL_RESULT'>>('ToolCallResultEvent').implement({
+  description: 'An MCP call promptline made (or declined) has its result, written to the run.',
+  interfaces: [SessionEventRef],
+  fields: (t) => ({
+    runId: t.id({ description: 'The run.', resolve: (e) => e.runId! }),
+    round: t.exposeInt('round', { description: "The round's index in Run.toolRounds." }),
+    callId: t.exposeID('callId', { description: 'The call.' }),
+    server: t.exposeString('server', { description: 'The MCP server (its label).' }),
+    output: t.exposeString('output', { description: 'What the model is given: the content, then the structured content as JSON.' }),
+    isError: t.exposeBoolean('isError', { description: 'The tool failed, could not be reached, or the call was declined.' }),
+    durationMs: t.exposeInt('durationMs', { nullable: true, description: 'How long the call took; null when it was not made.' }),
   }),
 })
 

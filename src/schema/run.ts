@@ -1,3 +1,4 @@
+import { recordedKeyId } from '../domain/access.js'
 import { InvalidRequestError, NotFoundError, ToolResultRejectedError } from '../domain/errors.js'
 import type { OutputValidation, RunFilter, RunOrigin, RunRecord, RunStatus, TerminalReason } from '../domain/records.js'
 import { builder } from './builder.js'
@@ -13,6 +14,7 @@ import { ReasoningRef } from './reasoning.js'
 import { AlternativeRef } from './run-alternative.js'
 import { RunCacheRef } from './run-cache.js'
 import { PendingToolCallRef, pendingToolCalls, SubmitToolResultsInput, ToolRoundRef } from './tool.js'
+import { ApproveToolCallsInput } from './tool-server.js'
 import { UsageRef } from './usage.js'
 
 const RunOriginEnum = builder.enumType('RunOrigin', {
@@ -342,6 +344,30 @@ const SubmitToolResultsPayload = builder.objectRef<{ run: RunRecord }>('SubmitTo
     }),
   }),
 })
+
+const ApproveToolCallsPayload = builder.objectRef<{ run: RunRecord }>('ApproveToolCallsPayload').implement({
+  description: 'The answer to approveToolCalls.',
+  fields: (t) => ({
+    run: t.field({
+      type: RunRef,
+      description: 'The run with the decisions taken: an approved call is made next, a declined one is answered to the model as declined.',
+      resolve: (p) => p.run,
+    }),
+  }),
+})
+
+builder.mutationField('approveToolCalls', (t) =>
+  t.field({
+    type: ApproveToolCallsPayload,
+    description:
+      "Approves or declines calls of an MCP server's tools that a run waits to have approved (PendingToolCall.approvalRequired); answers once the decisions are durable, from any instance, also after a restart. An approved call is made once; a declined one is never made, and the model is told it was declined, with the reason.",
+    errors: { types: [ToolResultRejectedError, InvalidRequestError, NotFoundError] },
+    args: { input: t.arg({ type: ApproveToolCallsInput, required: true, description: 'The run and the decisions.' }) },
+    resolve: async (_root, { input }, ctx) => ({
+      run: await ctx.services.runs.approveToolCalls(ctx.tenantId, recordedKeyId(ctx), input),
+    }),
+  }),
+)
 
 builder.mutationField('submitToolResults', (t) =>
   t.field({

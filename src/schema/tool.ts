@@ -11,6 +11,7 @@ import {
   type ToolSpec,
 } from '../domain/tools.js'
 import { type BuilderTypes, builder } from './builder.js'
+import { ApprovalDecisionRef, ToolServerRef, toolServersInputField } from './tool-server.js'
 import { UsageRef } from './usage.js'
 
 const ToolRef = builder.objectRef<ToolSpec>('Tool').implement({
@@ -73,8 +74,13 @@ export const ToolSettingsRef = builder.objectRef<ToolLayer>('ToolSettings').impl
     }),
     toolTimeoutMs: t.int({
       nullable: true,
-      description: 'How long a run waits for results; null inherits (10 minutes).',
+      description: 'How long a run waits for results, and one MCP call may take; null inherits (10 minutes).',
       resolve: (l) => l.toolTimeoutMs ?? null,
+    }),
+    mcpServers: t.field({
+      type: [ToolServerRef],
+      description: 'MCP servers whose tools promptline calls itself (a request adds to them; the same label replaces).',
+      resolve: (l) => l.mcpServers ?? [],
     }),
   }),
 })
@@ -105,25 +111,52 @@ export function toolInputFields(t: PothosSchemaTypes.InputFieldBuilder<BuilderTy
     parallelToolCalls: t.boolean({ description: "Whether the model may call several tools at once (default: the vendor's)." }),
     maxToolRounds: t.int({ description: 'Rounds of tool calls a run may make, 1 to 64 (default 8); one more fails the run.' }),
     toolTimeoutMs: t.int({
-      description: 'How long a run waits for a round of results, 1 000 ms to 24 h (default 10 minutes), before it fails with TOOL_TIMEOUT.',
+      description:
+        'How long a run waits for a round of results, 1 000 ms to 24 h (default 10 minutes), before it fails with TOOL_TIMEOUT; also how long one MCP call may take.',
     }),
+    mcpServers: toolServersInputField(t),
   }
 }
 
-export const ToolCallRef = builder.objectRef<ToolCall>('ToolCall').implement({
+/** Where a call is made, for every call type: an MCP server's label, or null (the application). */
+const serverField = (t: PothosSchemaTypes.ObjectFieldBuilder<BuilderTypes, Partial<RoundCall>>) =>
+  t.string({
+    nullable: true,
+    description: 'The MCP server promptline makes the call on (its label); null when the application runs it and submits its result.',
+    resolve: (c) => c.server ?? null,
+  })
+
+export const ToolCallRef = builder.objectRef<ToolCall & Partial<RoundCall>>('ToolCall').implement({
   description: 'A call the model made.',
   fields: (t) => ({
     callId: t.exposeID('callId', { description: 'The id its result names (normalised, so either vendor accepts it).' }),
     name: t.exposeString('name', { description: 'The tool called.' }),
     argumentsText: t.string({ description: 'The arguments as the model wrote them (JSON text).', resolve: (c) => c.arguments }),
+    server: serverField(t),
+    approvalRequired: t.boolean({
+      description: 'The call waited for an approval (approveToolCalls) before promptline would make it.',
+      resolve: (c) => c.approvalRequired === true,
+    }),
+    decision: t.field({
+      type: ApprovalDecisionRef,
+      nullable: true,
+      description: 'How its approval was decided, and by whom; null until then, and for a call that needs none.',
+      resolve: (c) => c.decision ?? null,
+    }),
   }),
 })
 
 export const PendingToolCallRef = builder.objectRef<RoundCall>('PendingToolCall').implement({
-  description: 'A call the run waits for a result of.',
+  description:
+    'A call the run waits for a result of: from the application, or from an MCP server promptline calls (once approved, where it must be).',
   fields: (t) => ({
-    callId: t.exposeID('callId', { description: 'The id to submit its result with.' }),
+    callId: t.exposeID('callId', { description: 'The id to submit its result (or decision) with.' }),
     name: t.exposeString('name', { description: 'The tool called.' }),
+    server: serverField(t),
+    approvalRequired: t.boolean({
+      description: 'It waits for an approval: approve or decline it with approveToolCalls.',
+      resolve: (c) => c.approvalRequired === true && c.decision === undefined,
+    }),
     arguments: t.field({
       type: 'JSON',
       nullable: true,
@@ -138,12 +171,22 @@ export const PendingToolCallRef = builder.objectRef<RoundCall>('PendingToolCall'
 })
 
 const ToolResultRef = builder.objectRef<ToolResult>('ToolResult').implement({
-  description: 'What the application answered for a call.',
+  description: "What a call answered: the application's submission, or the MCP server's result (content, then structured content as JSON).",
   fields: (t) => ({
     callId: t.exposeID('callId', { description: 'The call it answers.' }),
-    output: t.exposeString('output', { description: 'What the tool returned, as submitted.' }),
-    isError: t.exposeBoolean('isError', { description: 'The tool failed; the output says how.' }),
-    at: t.field({ type: 'DateTime', description: 'When it was submitted.', resolve: (r) => r.at }),
+    output: t.exposeString('output', { description: 'What the tool returned, as the model was given it.' }),
+    isError: t.exposeBoolean('isError', { description: 'The tool failed (or the call was declined); the output says how.' }),
+    at: t.field({ type: 'DateTime', description: 'When it was submitted or returned.', resolve: (r) => r.at }),
+    server: t.string({
+      nullable: true,
+      description: 'The MCP server that answered (its label); null for a submitted result.',
+      resolve: (r) => r.server ?? null,
+    }),
+    durationMs: t.int({
+      nullable: true,
+      description: 'How long the MCP call took; null for a submitted result and a declined call.',
+      resolve: (r) => r.durationMs ?? null,
+    }),
   }),
 })
 

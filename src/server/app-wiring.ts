@@ -22,6 +22,7 @@ import { AnthropicModelClient } from '../providers/anthropic-client.js'
 import { FakeModelClient } from '../providers/fake-client.js'
 import type { ModelClient } from '../providers/model-client.js'
 import { OpenAIModelClient } from '../providers/openai-client.js'
+import { ToolServerClients } from '../providers/tool-server-clients.js'
 import { PromptQueue } from '../queue/prompt-queue.js'
 import { RunSettlement } from '../queue/run-settlement.js'
 import { SessionLeases } from '../queue/session-leases.js'
@@ -61,6 +62,9 @@ interface Grounds {
   logger: Logger
 }
 
+/** How long a server's tool list is kept when it sends no notifications/tools/list_changed. */
+const TOOL_LIST_TTL_MS = 5 * 60_000
+
 /** The run path: the catalog and preparation, the event bus, capacity, session leases and the queue over them. */
 export async function wireRunPath(
   options: AppOptions,
@@ -71,7 +75,8 @@ export async function wireRunPath(
   const catalog = await Catalog.open(store, files, { cached: !options.redisUrl })
   const sessionMemory = new SessionMemory(store.sessions)
   const allowlist = options.credentialEnvAllowlist ?? []
-  const preparer = new PromptPreparer(catalog, sessionMemory, secrets, store.files, allowlist)
+  const preparer = new PromptPreparer(catalog, sessionMemory, secrets, store.files, allowlist, options.toolServers)
+  const toolServers = new ToolServerClients(secrets, TOOL_LIST_TTL_MS)
   const busOptions = { ...DEFAULT_EVENT_BUS_OPTIONS, ...options.events }
   const metrics = new PrometheusMetrics()
   const bus = new SessionEventBus(store.events, store.sessions, logger, busOptions, link.fanout, metrics)
@@ -92,7 +97,7 @@ export async function wireRunPath(
   )
   // a dead instance's run slots come back as its runs go stale
   const slots = link.runSlots(times.staleMs)
-  const executor = runnerOf(options, store, { preparer, capacity, database, sessionMemory, logger, metrics, times })
+  const executor = runnerOf(options, store, { preparer, capacity, database, sessionMemory, logger, metrics, times, toolServers })
   const queue: PromptQueue = new PromptQueue({
     executor,
     bus,
@@ -113,7 +118,7 @@ export async function wireRunPath(
     budgets: store.budgets,
     slots,
   })
-  return { catalog, sessionMemory, preparer, metrics, bus, capacity, database, ownership, queue, allowlist }
+  return { catalog, sessionMemory, preparer, metrics, bus, capacity, database, ownership, queue, allowlist, toolServers }
 }
 
 type RunPath = Awaited<ReturnType<typeof wireRunPath>>
@@ -122,7 +127,7 @@ type RunPath = Awaited<ReturnType<typeof wireRunPath>>
 function runnerOf(
   options: AppOptions,
   store: Store,
-  parts: Pick<RunExecutorDeps, 'preparer' | 'capacity' | 'database' | 'logger' | 'metrics'> & {
+  parts: Pick<RunExecutorDeps, 'preparer' | 'capacity' | 'database' | 'logger' | 'metrics' | 'toolServers'> & {
     sessionMemory: SessionMemory
     times: DurabilityTimes
   },

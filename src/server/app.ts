@@ -5,6 +5,7 @@ import type { SecretLookup } from '../domain/credentials.js'
 import type { BackendKind } from '../domain/definitions.js'
 import type { DurabilityTimes, FileLimits, QueueLimits, RequestLimits } from '../domain/limits.js'
 import type { Logger } from '../domain/logger.js'
+import type { ToolServerAccess } from '../domain/tool-servers.js'
 import { type DeploymentLink, LocalLink, RedisLink } from '../events/deployment-pubsub.js'
 import type { EventBusOptions } from '../events/event-bus.js'
 import type { WebhookDispatcherOptions } from '../events/webhook-dispatcher.js'
@@ -59,6 +60,8 @@ export interface AppOptions {
   credentialEnvAllowlist?: readonly string[]
   /** Labels only an admin key may move, besides `production`. */
   protectedLabels?: readonly string[]
+  /** The MCP servers runs may call (default: none). */
+  toolServers?: ToolServerAccess
   /** Entries each tenant keeps in the exact response cache (default 10 000); the oldest go first. */
   responseCacheMaxEntries?: number
   /** Uploads: where their bytes go (null: the database), the largest file, how long one is kept. */
@@ -125,6 +128,7 @@ export async function createApp(options: AppOptions, secrets: SecretLookup, logg
           services.router.close()
           services.keys.close()
           await bus.close()
+          await runPath.toolServers.close()
           await link!.close()
           await closeStore()
         })()),

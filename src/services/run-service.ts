@@ -36,6 +36,15 @@ const toolResultsSchema = z.strictObject({
   idempotencyKey: z.string().min(1).max(256).nullish(),
 })
 
+const decisionsSchema = z.strictObject({
+  runId: recordIdSchema,
+  decisions: z
+    .array(z.strictObject({ callId: z.string().min(1).max(64), approve: z.boolean(), reason: z.string().max(4096).nullish() }))
+    .min(1)
+    .max(128),
+  idempotencyKey: z.string().min(1).max(256).nullish(),
+})
+
 const steerSchema = z.strictObject({
   sessionId: idSchema,
   queueId: z.string().min(1).max(128),
@@ -141,6 +150,22 @@ export class RunService {
     const sessionId = await this.elsewhere(tenantId, runId)
     if (!sessionId) return this.queue.submitToolResults(tenantId, runId, taken, key)
     return this.router.change(tenantId, sessionId, 'submitToolResults', [tenantId, runId, taken, key])
+  }
+
+  /**
+   * Approves or declines calls a run waits to have approved, at whichever instance holds its
+   * session; answers once they are durable. `keyId` is recorded as the decider.
+   */
+  async approveToolCalls(tenantId: string, keyId: string | null, input: unknown): Promise<RunRecord> {
+    const { runId, decisions, idempotencyKey } = parseInput(decisionsSchema, input, 'input')
+    const decision = {
+      decisions: decisions.map((d) => ({ callId: d.callId, approve: d.approve, reason: d.reason ?? null })),
+      idempotencyKey: idempotencyKey ?? null,
+      keyId,
+    }
+    const sessionId = await this.elsewhere(tenantId, runId)
+    if (!sessionId) return this.queue.decideToolCalls(tenantId, runId, decision)
+    return this.router.change(tenantId, sessionId, 'decideToolCalls', [tenantId, runId, decision])
   }
 
   /** The session whose owner a use case of run `runId` goes to; null when it runs here (or has no session, or no row). */

@@ -8,6 +8,7 @@ import { inSpan } from '../domain/tracing.js'
 import type { WebhookSigners } from '../domain/webhooks.js'
 import type { UnwrittenTail } from '../events/session-stream.js'
 import type { AdmitRequest, PromptQueue } from '../queue/prompt-queue.js'
+import type { ToolCallDecisions } from '../queue/run-supervisor.js'
 import { costCeiling } from '../runner/cost-ceiling.js'
 import type { AdmittedPrompt, PromptPreparer } from '../runner/prepare.js'
 import type { SubmittedResult } from '../runner/tool-rounds.js'
@@ -156,6 +157,10 @@ export class SessionHost implements SessionOperations {
 
   submitToolResults(tenantId: string, runId: string, results: SubmittedResult[], idempotencyKey: string | null) {
     return this.deps.queue.submitToolResults(tenantId, runId, results, idempotencyKey)
+  }
+
+  decideToolCalls(tenantId: string, runId: string, decision: ToolCallDecisions) {
+    return this.deps.queue.decideToolCalls(tenantId, runId, decision)
   }
 
   /** Cancels the session's whole queue (aborting its running entry), then deletes it. */

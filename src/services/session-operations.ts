@@ -1,6 +1,7 @@
 import type { MessageRecord, QueueEntryRecord, QueueEntryView, RunRecord, SessionStatus, WhenBusy } from '../domain/records.js'
 import type { AdmissionInput } from '../domain/run-request.js'
 import type { UnwrittenTail } from '../events/session-stream.js'
+import type { ToolCallDecisions } from '../queue/run-supervisor.js'
 import type { SubmittedResult } from '../runner/tool-rounds.js'
 
 /**
@@ -22,6 +23,7 @@ export interface SessionChanges {
   steer(tenantId: string, sessionId: string, queueId: string, steerId: string, text: string): Promise<{ runId: string }>
   abortRun(tenantId: string, runId: string, reason: string | null): Promise<{ aborted: boolean; run: RunRecord }>
   submitToolResults(tenantId: string, runId: string, results: SubmittedResult[], idempotencyKey: string | null): Promise<RunRecord>
+  decideToolCalls(tenantId: string, runId: string, decision: ToolCallDecisions): Promise<RunRecord>
   deleteSession(tenantId: string, id: string): Promise<string>
 }
 
