@@ -130,13 +130,14 @@ export class ServerCalls {
    */
   async decide(round: () => ToolRound | null, decisions: SubmittedDecision[], idempotencyKey: string | null, keyId: string | null) {
     const at = now()
+    let declined: ToolResult[] = []
     const taken = await this.recorder.recordResults((rounds) => {
       if (decidedWith(rounds, idempotencyKey)) return null
       const waiting = round()
       if (!waiting) throw new ToolResultRejectedError('the run is not waiting for tool calls', 'NOT_WAITING')
       rejectBadDecisions(waiting, decisions)
       const byId = new Map(decisions.map((d) => [d.callId, d]))
-      const declined = decisions
+      declined = decisions
         .filter((d) => !d.approve)
         .map((d) => ({
           callId: d.callId,
@@ -153,8 +154,12 @@ export class ServerCalls {
       return rounds.map((r) => (r === waiting ? amended(r, new Set(byId.keys()), decided, declined) : r))
     })
     if (taken) {
+      const round = this.recorder.run.toolRounds.length - 1
       const published: ToolCallDecision[] = decisions.map(({ callId, approve, reason }) => ({ callId, approve, reason, keyId }))
-      this.recorder.publish({ type: 'TOOL_CALLS_DECIDED', round: this.recorder.run.toolRounds.length - 1, decisions: published })
+      this.recorder.publish({ type: 'TOOL_CALLS_DECIDED', round, decisions: published })
+      for (const { callId, server, output, isError } of declined) {
+        this.recorder.publish({ type: 'TOOL_CALL_RESULT', round, callId, server: server!, output, isError, durationMs: null })
+      }
     }
     return taken
   }

@@ -1,6 +1,7 @@
 import { type BaseEvent, EventType } from '@ag-ui/core'
 import type { SessionEvent } from '../domain/events.js'
 import type { RunRecord } from '../domain/records.js'
+import { handsOver, type RoundCall } from '../domain/tools.js'
 
 /** An AG-UI event with the session sequence it came from (its SSE `id:`); null for a stream's own framing. */
 export interface SequencedEvent {
@@ -36,6 +37,12 @@ class SegmentState {
     }
     if (event.type === 'TOOL_CALL_DELTA' && event.argumentsDelta !== '') {
       return [{ type: EventType.TOOL_CALL_ARGS, toolCallId: event.callId, delta: event.argumentsDelta } as BaseEvent]
+    }
+    if (event.type === 'TOOL_CALL_RESULT') {
+      const { callId, output } = event
+      return [
+        { type: EventType.TOOL_CALL_RESULT, messageId: `result_${callId}`, toolCallId: callId, content: output, role: 'tool' } as BaseEvent,
+      ]
     }
     if (event.type === 'TOOL_CALLS_REQUESTED' || event.type === 'RUN_FINISHED') {
       const closing = [
@@ -83,10 +90,26 @@ class SegmentState {
   }
 }
 
-/** How a segment ends: RUN_FINISHED (its outcome, the calls it waits for) or RUN_ERROR. */
+/** An MCP call waiting for its approval, as the interrupt a `resume` entry answers (by the call's id). */
+const approvalInterrupt = (call: RoundCall) => ({
+  id: call.callId,
+  reason: 'tool_approval',
+  message: `approve calling ${call.name} on MCP server ${call.server}`,
+  toolCallId: call.callId,
+  responseSchema: { type: 'object', properties: { approve: { type: 'boolean' }, reason: { type: 'string' } } },
+})
+
+/**
+ * How a segment ends: RUN_FINISHED (its outcome: the client tools' calls it waits for, or an
+ * interrupt for each call awaiting approval) or RUN_ERROR.
+ */
 function ending(run: AgUiRun, event: SessionEvent & { type: 'TOOL_CALLS_REQUESTED' | 'RUN_FINISHED' }): BaseEvent {
   if (event.type === 'TOOL_CALLS_REQUESTED') {
-    const outcome = { type: 'success', pendingToolCallIds: event.calls.map((c) => c.callId) }
+    const approvals = event.calls.filter((c) => c.approvalRequired === true)
+    const outcome =
+      approvals.length > 0
+        ? { type: 'interrupt', interrupts: approvals.map(approvalInterrupt) }
+        : { type: 'success', pendingToolCallIds: event.calls.filter((c) => c.server === undefined).map((c) => c.callId) }
     return { type: EventType.RUN_FINISHED, ...run, outcome } as BaseEvent
   }
   const ended: RunRecord = event.run
@@ -122,7 +145,8 @@ export async function* agUiStream(
       }
       for (const opener of state.reannounce()) yield { id: null, event: opener }
       for (const out of state.of(event)) yield { id: event.sequence, event: out }
-      const ends = event.type === 'TOOL_CALLS_REQUESTED' || event.type === 'RUN_FINISHED'
+      // a round promptline answers itself (MCP calls needing no approval) goes on in the same stream
+      const ends = (event.type === 'TOOL_CALLS_REQUESTED' && handsOver(event.calls)) || event.type === 'RUN_FINISHED'
       if (ends) {
         yield { id: event.sequence, event: ending(run, event) }
         return

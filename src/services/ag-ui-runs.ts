@@ -1,7 +1,7 @@
-import { contentToText, type Message, type RunAgentInput } from '@ag-ui/core'
+import { contentToText, type Message, type ResumeEntry, type RunAgentInput } from '@ag-ui/core'
 import { RunAgentInputSchema } from '@ag-ui/core/schemas'
 import { z } from 'zod'
-import type { Principal } from '../domain/access.js'
+import { type Principal, recordedKeyId } from '../domain/access.js'
 import { idSchema, parseInput } from '../domain/definitions.js'
 import { InvalidRequestError, NotFoundError } from '../domain/errors.js'
 import type { ChatMessage, RunRecord } from '../domain/records.js'
@@ -56,6 +56,7 @@ export class AgUiRunService {
     if (!known) await this.sessions.create(principal.tenantId, { id: run.threadId, title: 'AG-UI thread' })
     const stored = known ? (await this.sessions.messages(principal.tenantId, run.threadId)).length : 0
     const added = input.messages.slice(stored).map(chatMessageOf)
+    if (input.resume && input.resume.length > 0) return this.decide(principal, run, input.resume)
     const waiting = await this.waitingFor(principal.tenantId, run.threadId, added)
     if (waiting) return this.resume(principal.tenantId, run, waiting, added)
     if (added.length === 0) throw InvalidRequestError.at('messages', 'has no message past the thread’s stored history')
@@ -80,6 +81,21 @@ export class AgUiRunService {
     const after = await this.sessions.lastSequence(tenantId, run.threadId)
     const results = added.filter((m) => m.role === 'tool').map((m) => ({ callId: m.toolCallId!, output: m.content }))
     await this.runs.submitToolResults(tenantId, { runId: waiting.id, results, idempotencyKey: run.runId })
+    return this.stream(tenantId, run, waiting.id, after)
+  }
+
+  /** Answers the thread's waiting run's approval interrupts (resolved with `approve` not false: approved); the stream goes on from there. */
+  private async decide(principal: Principal, run: AgUiRun, resume: ResumeEntry[]) {
+    const { tenantId } = principal
+    const [waiting] = await this.runs.runs(tenantId, { sessionId: run.threadId, status: 'REQUIRES_ACTION' }, null, 1)
+    if (!waiting) throw InvalidRequestError.at('resume', `thread '${run.threadId}' has no run waiting for an answer`)
+    const after = await this.sessions.lastSequence(tenantId, run.threadId)
+    const decisions = resume.map(({ interruptId, status, payload }) => ({
+      callId: interruptId,
+      approve: status === 'resolved' && (payload as { approve?: unknown } | undefined)?.approve !== false,
+      reason: typeof payload?.reason === 'string' ? payload.reason : null,
+    }))
+    await this.runs.approveToolCalls(tenantId, recordedKeyId(principal), { runId: waiting.id, decisions, idempotencyKey: run.runId })
     return this.stream(tenantId, run, waiting.id, after)
   }
 

@@ -1,28 +1,39 @@
 import { HttpAgent } from '@ag-ui/client'
 import type { BaseEvent } from '@ag-ui/core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { McpToolServer } from '../fixtures/mcp-tool-server.js'
 import { OpenAiRunDocument } from '../generated/graphql.js'
 import { providers } from '../helpers/databases.js'
 import { ADMIN_KEY, gql, startWithAdminKey } from '../helpers/key-checks.js'
 import type { TestServer } from '../helpers/server.js'
 
-const CATALOG = `
+/** The fake backend; `fake-cities` offers an MCP server's tools, `lookup_city` made at once and `flaky_forecast` once approved. */
+const catalogWith = (mcpUrl: string) => `
 backends:
   - { id: fake, kind: FAKE }
 profiles:
   - { id: fake-echo, backendId: fake, model: echo }
   - { id: fake-slow, backendId: fake, model: echo, settings: { extra: { tokenDelayMs: 100 } } }
+  - id: fake-cities
+    backendId: fake
+    model: echo
+    settings: { extra: { toolArguments: { city: Oslo } } }
+    mcpServers:
+      - { label: cities, url: "${mcpUrl}", allowedTools: [lookup_city, flaky_forecast], requireApproval: { never: [lookup_city] } }
 `
 
 type Seen = BaseEvent & {
   delta?: string
   metadata?: { promptlineSequence?: number; promptlineRunId?: string }
-  outcome?: { pendingToolCallIds?: string[] }
+  outcome?: { type: string; pendingToolCallIds?: string[]; interrupts?: { id: string; toolCallId: string; reason: string }[] }
+  toolCallId?: string
+  content?: string
 }
 
 // AG-UI at /ag-ui, driven by the official @ag-ui/client HttpAgent.
 describe.each(providers)('AG-UI through @ag-ui/client (%s)', (provider) => {
   let t: TestServer
+  let mcp: McpToolServer
   const agent = (threadId: string, headers: Record<string, string> = {}) =>
     new HttpAgent({ url: `${t.http.url}/ag-ui`, threadId, headers: { authorization: `Bearer ${ADMIN_KEY}`, ...headers } })
   /** Runs `a` and collects what it receives. */
@@ -37,10 +48,12 @@ describe.each(providers)('AG-UI through @ag-ui/client (%s)', (provider) => {
   }
   const textOf = (events: Seen[]) => events.flatMap((e) => (e.type === 'TEXT_MESSAGE_CONTENT' ? [e.delta!] : [])).join('')
   beforeAll(async () => {
-    t = await startWithAdminKey(provider, CATALOG)
+    mcp = await McpToolServer.start()
+    t = await startWithAdminKey(provider, catalogWith(mcp.url), { toolServers: { origins: [mcp.origin], headerEnvs: [] } })
   })
   afterAll(async () => {
     await t?.stop({ dropDatabase: true })
+    await mcp?.close()
   })
 
   it('runs on a thread and streams the text events in order, as an ordinary run', async () => {
@@ -109,5 +122,35 @@ describe.each(providers)('AG-UI through @ag-ui/client (%s)', (provider) => {
     const sequences = [...head, ...rest].flatMap((e) => (e.type === 'TEXT_MESSAGE_CONTENT' ? [e.metadata!.promptlineSequence!] : []))
     expect(new Set(sequences).size).toBe(sequences.length)
     expect(rest.at(-1)!.type).toBe('RUN_FINISHED')
+  })
+
+  it('streams the result of an MCP call promptline made, and ends with an interrupt for a call awaiting approval, which a resume answers', async () => {
+    const a = agent('thread-mcp')
+    a.addMessage({ id: 'u1', role: 'user', content: 'use lookup_city' })
+    const made = await run(a, { runId: 'run-mcp', forwardedProps: { profileId: 'fake-cities' } })
+    const result = made.find((e) => e.type === 'TOOL_CALL_RESULT')!
+    expect(result.content).toContain('{"city":"Oslo","population":709000,"country":"NO"}')
+    expect(made.at(-1)).toMatchObject({ type: 'RUN_FINISHED', outcome: { type: 'success' } })
+    // after the result, the model's next answer in the same stream: the fake echoes the result
+    expect(textOf(made)).toContain('Oslo facts')
+
+    const before = mcp.calls.length
+    a.addMessage({ id: 'u2', role: 'user', content: 'now flaky_forecast' })
+    const asked = await run(a, { runId: 'run-approve', forwardedProps: { profileId: 'fake-cities' } })
+    const finished = asked.at(-1)!
+    expect(finished.outcome?.type).toBe('interrupt')
+    const [interrupt] = finished.outcome!.interrupts!
+    expect(interrupt).toMatchObject({ reason: 'tool_approval' })
+    expect(mcp.calls.length).toBe(before)
+
+    // the interrupt answered: declined, so the call is never made
+    const resumed = await run(a, {
+      runId: 'run-decline',
+      forwardedProps: { profileId: 'fake-cities' },
+      resume: [{ interruptId: interrupt!.id, status: 'resolved', payload: { approve: false, reason: 'no forecasts' } }],
+    })
+    expect(resumed.find((e) => e.type === 'TOOL_CALL_RESULT')?.content).toBe('the call was declined: no forecasts; it was not made')
+    expect(resumed.at(-1)).toMatchObject({ type: 'RUN_FINISHED', outcome: { type: 'success' } })
+    expect(mcp.calls.length).toBe(before)
   })
 })

@@ -2,6 +2,7 @@ import type { TypedDocumentNode } from '@graphql-typed-document-node/core'
 import { print } from 'graphql'
 import { expect } from 'vitest'
 import { sha256Hex } from '../../src/domain/hash.js'
+import type { AppOptions } from '../../src/server/app.js'
 import {
   ApiKeysDocument,
   CreateApiKeyDocument,
@@ -247,13 +248,18 @@ export async function checkConcurrentRuns(urls: string[]): Promise<void> {
 }
 
 /** A server on `provider` with the catalog `catalogYaml` and the bootstrap admin key of tenant `acme` (its client's key too). */
-export function startWithAdminKey(provider: TestDatabase['provider'], catalogYaml: string): Promise<TestServer> {
+export function startWithAdminKey(
+  provider: TestDatabase['provider'],
+  catalogYaml: string,
+  app: Partial<AppOptions> = {},
+): Promise<TestServer> {
   return startTestServer({
     provider,
     apiKey: ADMIN_KEY,
     app: {
       catalogDir: catalogDir({ 'catalog.yaml': catalogYaml }),
       apiKeys: [{ sha256: sha256Hex(ADMIN_KEY), tenantId: TENANT, role: 'admin' }],
+      ...app,
     },
   })
 }

@@ -77,7 +77,7 @@ describe.each(providers)('an MCP call waiting for approval across kill -9 (%s)',
     )
     database = await createTestDatabase(provider)
     // on PostgreSQL with Redis the restarted deployment is two instances, and decisions go to either
-    const shared =
+    const shared: Record<string, string> =
       cluster && provider === 'postgresql'
         ? { REDIS_URL: process.env.REDIS_URL!, PROMPTLINE_REDIS_PREFIX: `test-${randomBytes(6).toString('hex')}:` }
         : {}
