@@ -18,7 +18,7 @@ export type SessionEventData =
   | { type: 'RUN_STARTED'; run: RunRecord }
   | { type: 'TOKEN_DELTA'; text: string; attempt: number; candidate: string | null }
   | { type: 'GENERATION_RESTARTED'; attempt: number; reason: string; discardedChars: number; candidate: string | null }
-  | { type: 'TOOL_CALL_STARTED'; callId: string; name: string; round: number }
+  | { type: 'TOOL_CALL_STARTED'; callId: string; name: string; round: number; server: string | null }
   | { type: 'TOOL_CALL_DELTA'; callId: string; argumentsDelta: string }
   | { type: 'TOOL_CALLS_REQUESTED'; round: number; calls: RoundCall[] }
   | { type: 'TOOL_CALLS_DECIDED'; round: number; decisions: ToolCallDecision[] }

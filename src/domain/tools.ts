@@ -252,6 +252,20 @@ export const callsToMake = (round: ToolRound): RoundCall[] =>
       call.server !== undefined && call.startedAt === undefined && (call.approvalRequired !== true || call.decision?.approve === true),
   )
 
+/**
+ * Whether `answered` names exactly the calls of a waiting run's last round the application still
+ * owes (an MCP server's calls are promptline's to make).
+ */
+export function answersExactly(
+  run: { status: string; toolRounds: readonly ToolRound[] },
+  answered: ReadonlySet<string | undefined>,
+): boolean {
+  const round = run.toolRounds.at(-1)
+  if (run.status !== 'REQUIRES_ACTION' || !round) return false
+  const owed = pendingCalls(round).filter((call) => call.server === undefined)
+  return owed.length === answered.size && owed.every((call) => answered.has(call.callId))
+}
+
 /** Whether calls need the application: a call for it to answer, or one to approve or decline. */
 export const handsOver = (calls: readonly RoundCall[]): boolean =>
   calls.some((call) => call.server === undefined || (call.approvalRequired === true && call.decision === undefined))

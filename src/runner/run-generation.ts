@@ -254,7 +254,10 @@ export class RunGeneration {
       // the candidates of a parallel prompt validate and repair each on its own: the run stays GENERATING
       onStatus: (status) => reportsStatus && recorder.advance(status, status === 'REPAIRING'),
       onToolCall: (call, argumentsDelta, started) => {
-        if (started) recorder.publish({ type: 'TOOL_CALL_STARTED', callId: call.callId, name: call.name, round: run.toolRounds.length })
+        if (started) {
+          const server = b.caller.candidate.tooling?.tools.find((t) => t.name === call.name)?.server ?? null
+          recorder.publish({ type: 'TOOL_CALL_STARTED', callId: call.callId, name: call.name, round: run.toolRounds.length, server })
+        }
         if (argumentsDelta !== '') recorder.publish({ type: 'TOOL_CALL_DELTA', callId: call.callId, argumentsDelta })
       },
     }

@@ -101,6 +101,10 @@ builder.objectRef<Of<'TOOL_CALL_STARTED'>>('ToolCallStartedEvent').implement({
     callId: t.exposeID('callId', { description: 'The id its result names.' }),
     name: t.exposeString('name', { description: 'The tool called.' }),
     round: t.exposeInt('round', { description: "The round's index in Run.toolRounds (0 for the first)." }),
+    server: t.exposeString('server', {
+      nullable: true,
+      description: 'The MCP server promptline will make the call on (its label); null when the application runs it.',
+    }),
   }),
 })
 

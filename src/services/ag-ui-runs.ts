@@ -5,7 +5,7 @@ import { type Principal, recordedKeyId } from '../domain/access.js'
 import { idSchema, parseInput } from '../domain/definitions.js'
 import { InvalidRequestError, NotFoundError } from '../domain/errors.js'
 import type { ChatMessage, RunRecord } from '../domain/records.js'
-import { pendingCalls } from '../domain/tools.js'
+import { answersExactly } from '../domain/tools.js'
 import { type AgUiRun, agUiStream, type SequencedEvent } from './ag-ui-events.js'
 import { toolFields } from './openai-shapes.js'
 import type { RunService } from './run-service.js'
@@ -118,7 +118,6 @@ export class AgUiRunService {
     const answered = new Set(added.filter((m) => m.role === 'tool').map((m) => m.toolCallId))
     if (answered.size === 0) return null
     const [waiting] = await this.runs.runs(tenantId, { sessionId: threadId, status: 'REQUIRES_ACTION' }, null, 1)
-    const pending = waiting?.toolRounds.at(-1) ? pendingCalls(waiting.toolRounds.at(-1)!) : []
-    return pending.length === answered.size && pending.every((c) => answered.has(c.callId)) ? waiting! : null
+    return waiting && answersExactly(waiting, answered) ? waiting : null
   }
 }

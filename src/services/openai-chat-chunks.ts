@@ -1,6 +1,7 @@
 import { type ErrorCode, NotFoundError, PromptlineError } from '../domain/errors.js'
 import type { SessionEvent } from '../domain/events.js'
 import type { FinishReason, RunRecord } from '../domain/records.js'
+import { handsOver } from '../domain/tools.js'
 import { usageOfRun } from './openai-shapes.js'
 
 /** A run that ended failed, as an OpenAI error: its own code and message. */
@@ -114,6 +115,8 @@ async function* chunksOf(events: AsyncIterator<SessionEvent>, run: RunRecord, op
     choices: [{ index: 0, delta: d, finish_reason: finish }],
   })
   const calls = new Map<string, number>()
+  // promptline makes an MCP server's calls itself: the client neither sees nor answers them
+  const serverCalls = new Set<string>()
   let ended = false
   try {
     yield delta({ role: 'assistant', content: '' })
@@ -122,6 +125,9 @@ async function* chunksOf(events: AsyncIterator<SessionEvent>, run: RunRecord, op
       if (next.done) return
       const event = next.value
       if (event.type === 'TOKEN_DELTA' && !options.holdText) yield delta({ content: event.text })
+      else if (event.type === 'TOOL_CALL_STARTED' && event.server !== null) serverCalls.add(event.callId)
+      else if (event.type === 'TOOL_CALL_DELTA' && serverCalls.has(event.callId)) continue
+      else if (event.type === 'TOOL_CALLS_REQUESTED' && !handsOver(event.calls)) continue
       else if (event.type === 'TOOL_CALL_STARTED') {
         calls.set(event.callId, calls.size)
         const call = { index: calls.size - 1, id: event.callId, type: 'function' as const, function: { name: event.name, arguments: '' } }

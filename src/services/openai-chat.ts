@@ -5,7 +5,7 @@ import type { ContentPart } from '../domain/content-parts.js'
 import { InvalidRequestError } from '../domain/errors.js'
 import type { SessionEvent } from '../domain/events.js'
 import type { ChatMessage, RunRecord } from '../domain/records.js'
-import { pendingCalls } from '../domain/tools.js'
+import { answersExactly } from '../domain/tools.js'
 import { type ChatChunk, chatChunks, wholeCompletion } from './openai-chat-chunks.js'
 import {
   mediaPart,
@@ -188,15 +188,7 @@ export class OpenAIChatService {
     if (answered.size === 0) return null
     const waiting = await this.runs.runs(principal.tenantId, { status: 'REQUIRES_ACTION' }, null, 200)
     return (
-      waiting.find((run) => {
-        const pending = run.toolRounds.at(-1) ? pendingCalls(run.toolRounds.at(-1)!) : []
-        return (
-          run.origin === 'OPENAI_CHAT' &&
-          run.keyId === recordedKeyId(principal) &&
-          pending.length === answered.size &&
-          pending.every((call) => answered.has(call.callId))
-        )
-      }) ?? null
+      waiting.find((run) => run.origin === 'OPENAI_CHAT' && run.keyId === recordedKeyId(principal) && answersExactly(run, answered)) ?? null
     )
   }
 }

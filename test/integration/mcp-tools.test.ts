@@ -1,3 +1,4 @@
+import OpenAI from 'openai'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { FakeVendorServer } from '../fixtures/fake-vendor.js'
 import { McpToolServer } from '../fixtures/mcp-tool-server.js'
@@ -41,7 +42,14 @@ describe.each(providers)('MCP tools promptline calls itself (%s)', (provider) =>
     mcp = await McpToolServer.start()
     t = await startTestServer({
       provider,
-      app: { catalogDir: vendorCatalog(openai, anthropic), toolServers: { origins: [mcp.origin], headerEnvs: ['CITY_MCP_TOKEN'] } },
+      app: {
+        catalogDir: vendorCatalog(openai, anthropic, {
+          profiles: [
+            `{ id: oa-cities, backendId: oa, model: gpt-test, mcpServers: [{ label: cities, url: "${mcp.url}", requireApproval: never }] }`,
+          ],
+        }),
+        toolServers: { origins: [mcp.origin], headerEnvs: ['CITY_MCP_TOKEN'] },
+      },
       secrets: { OA_KEY: 'sk-oa-key-1', AN_KEY: 'sk-an-key-2', CITY_MCP_TOKEN: 'Bearer city-t0k3n' },
     })
   })
@@ -167,5 +175,22 @@ describe.each(providers)('MCP tools promptline calls itself (%s)', (provider) =>
     const answer = (await t.request(EnqueuePromptDocument, { input })).data!.enqueuePrompt
     expect(answer).toMatchObject({ __typename: 'InvalidRequestError' })
     expect(JSON.stringify(answer)).toContain('PROMPTLINE_MCP_ORIGINS')
+  })
+
+  it("keeps an MCP round from a /v1 chat client: the official openai SDK sees no tool call, only the answer after the server's result", async () => {
+    const before = mcp.calls.length
+    openai.script({ tokens: [], toolCalls: [CALLS[0]!] }, { tokens: ['Oslo ', 'it ', 'is.'] })
+    const client = new OpenAI({ baseURL: `${t.http.url}/v1`, apiKey: 'unused', maxRetries: 0 })
+    const stream = await client.chat.completions.create({
+      model: 'oa-cities',
+      messages: [{ role: 'user', content: 'Oslo?' }],
+      stream: true,
+    })
+    const chunks = []
+    for await (const chunk of stream) chunks.push(chunk)
+    expect(chunks.flatMap((c) => c.choices[0]?.delta.tool_calls ?? [])).toEqual([])
+    expect(chunks.map((c) => c.choices[0]?.delta.content ?? '').join('')).toBe('Oslo it is.')
+    expect(chunks.at(-1)!.choices[0]!.finish_reason).toBe('stop')
+    expect(mcp.calls.slice(before).map((c) => c.name)).toEqual(['lookup_city'])
   })
 })
