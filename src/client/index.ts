@@ -3,6 +3,7 @@ import { backoffDelay, type RetryOptions, wait } from './backoff.js'
 import { isTransient, PromptlineError } from './errors.js'
 import {
   ClientAbortDocument,
+  ClientApproveToolCallsDocument,
   ClientCancelDocument,
   ClientCreateSessionDocument,
   ClientEnqueueDocument,
@@ -18,6 +19,7 @@ import {
   type CreateSessionInput,
   type EnqueuePromptInput,
   type SteerPromptInput,
+  type ToolCallDecisionInput,
   type ToolResultInput,
 } from './generated/graphql.js'
 import { RunStream } from './run-stream.js'
@@ -26,7 +28,15 @@ import { type OperationDocument, Transport, type TransportOptions } from './tran
 
 export type { RetryOptions } from './backoff.js'
 export { ConnectionError, PromptlineError } from './errors.js'
-export type { EnqueuePromptInput, ErrorCode, RunStatus, SteerPromptInput, ToolInput, ToolResultInput } from './generated/graphql.js'
+export type {
+  EnqueuePromptInput,
+  ErrorCode,
+  RunStatus,
+  SteerPromptInput,
+  ToolCallDecisionInput,
+  ToolInput,
+  ToolResultInput,
+} from './generated/graphql.js'
 export type { JsonValue } from './json.js'
 export type { RunStream } from './run-stream.js'
 export type { OperationDocument, TransportOptions as PromptlineClientOptions } from './transport.js'
@@ -118,6 +128,17 @@ export class PromptlineClient {
     const input = { runId, results, idempotencyKey: options.idempotencyKey ?? crypto.randomUUID() }
     const result = await this.mutate(() => this.transport.request(ClientSubmitToolResultsDocument, { input }))
     return payload(result.submitToolResults).run
+  }
+
+  /**
+   * Approves or declines calls of MCP tools a run waits to have approved (`pendingToolCalls` with
+   * `approvalRequired`). Retried after a network failure under one idempotency key, so they are
+   * taken once; a refusal is thrown as a PromptlineError (TOOL_RESULT_REJECTED).
+   */
+  async approveToolCalls(runId: string, decisions: ToolCallDecisionInput[], options: { idempotencyKey?: string } = {}): Promise<Run> {
+    const input = { runId, decisions, idempotencyKey: options.idempotencyKey ?? crypto.randomUUID() }
+    const result = await this.mutate(() => this.transport.request(ClientApproveToolCallsDocument, { input }))
+    return payload(result.approveToolCalls).run
   }
 
   /**

@@ -7,6 +7,7 @@ import path from 'node:path'
 import type { Page } from 'playwright-core'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { PROJECT_ROOT } from '../../src/config.js'
+import { McpToolServer } from '../fixtures/mcp-tool-server.js'
 import {
   CreateSessionDocument,
   EnqueuePromptDocument,
@@ -37,14 +38,17 @@ async function enqueueFromPage(page: Page, input: string, overrides: string) {
 describe.skipIf(!haveChromium)(`the console in headless Chromium${haveChromium ? '' : ` (${NO_CHROMIUM})`}`, () => {
   let server: TestServer
   let browser: LoopbackBrowser
+  let mcp: McpToolServer
 
   beforeAll(async () => {
-    server = await startTestServer({ provider: 'sqlite' })
+    mcp = await McpToolServer.start()
+    server = await startTestServer({ provider: 'sqlite', app: { toolServers: { origins: [mcp.origin], headerEnvs: [] } } })
     browser = await launchLoopbackBrowser()
   })
   afterAll(async () => {
     await browser?.close()
     await server?.stop({ dropDatabase: true })
+    await mcp?.close()
   })
 
   it('creates a session, streams a run token by token, aborts a second run from the page, and shows it ABORTED', async () => {
@@ -118,6 +122,35 @@ describe.skipIf(!haveChromium)(`the console in headless Chromium${haveChromium ?
         output: 'sunny from the page',
       })
     await expect.poll(() => page.getByTestId('run-detail').textContent(), { timeout: 15_000 }).toContain('COMPLETED')
+    expect(browser.external).toEqual([])
+  })
+
+  it('shows an MCP call awaiting approval as such, declines it from the page, and shows who declined it', async () => {
+    await server.request(CreateSessionDocument, { input: { id: 'approval-page', defaultProfileId: 'fake-echo' } })
+    const input = {
+      sessionId: 'approval-page',
+      input: 'use flaky_forecast',
+      mcpServers: [{ label: 'cities', url: mcp.url, requireApproval: { mode: 'ALWAYS' as const } }],
+      overrides: { extra: { toolArguments: { city: 'Oslo' } } },
+    }
+    const admitted = (await server.request(EnqueuePromptDocument, { input })).data!.enqueuePrompt
+    if (admitted.__typename !== 'EnqueuePromptPayload') throw new Error('not admitted')
+    const runId = (await waitForEntry(server, 'approval-page', admitted.entry.queueId, ['STARTING', 'RUNNING'])).runId!
+
+    const page = await browser.context.newPage()
+    await page.goto(`${server.http.url}/console#/sessions/approval-page/runs/${runId}`)
+    const pending = page.getByTestId('pending-fake_call_1')
+    await expect.poll(() => pending.textContent(), { timeout: 15_000 }).toContain('on MCP server cities')
+    expect(await pending.locator('textarea[name=output]').count()).toBe(0)
+    await pending.locator('input[name=reason]').fill('not from the console')
+    await pending.getByRole('button', { name: 'Decline' }).click()
+    await expect
+      .poll(async () => (await server.request(RunDocument, { id: runId })).data!.run!.status, { timeout: 15_000 })
+      .toBe('COMPLETED')
+    await expect
+      .poll(() => page.getByTestId('run-detail').textContent(), { timeout: 15_000 })
+      .toContain('MCP cities; declined by local: not from the console')
+    expect(mcp.calls).toEqual([])
     expect(browser.external).toEqual([])
   })
 
