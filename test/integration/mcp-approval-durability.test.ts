@@ -122,4 +122,34 @@ describe.each(providers)('an MCP call waiting for approval across kill -9 (%s)',
     expect(mcp.calls.slice(before).map((c) => [c.name, c.arguments])).toEqual([['lookup_city', { city: 'Bergen' }]])
     expect(JSON.stringify(openai.requests.at(-1)!.body)).toContain('the call was declined: the forecast costs too much; it was not made')
   }, 60_000)
+
+  it('never makes again a call that kill -9 cut while it was being made: the model is told its outcome is unknown', async () => {
+    openai.script({ tokens: [], toolCalls: [{ name: 'stalled_lookup', arguments: '{"city": "Tromsø"}' }] }, { tokens: ['Unknown.'] })
+    database = await createTestDatabase(provider)
+    const first = await startServerProcess(database.url, env)
+    children.push(first.child)
+    const stalled = mcp.nextCall('stalled_lookup')
+    await post(first.url, CreateSessionDocument, { input: { id: 'cut-call', defaultProfileId: 'oa-plain' } })
+    const mcpServers = [{ label: 'cities', url: mcp.url, requireApproval: { mode: 'NEVER' as const } }]
+    const admitted = (await post(first.url, EnqueuePromptDocument, { input: { sessionId: 'cut-call', input: 'Tromsø?', mcpServers } }))
+      .enqueuePrompt
+    if (admitted.__typename !== 'EnqueuePromptPayload') throw new Error(JSON.stringify(admitted))
+    // the call is being made (the server has it, and has not answered) when the process dies
+    await stalled
+    const before = mcp.calls.length
+    let runId: string | null | undefined = null
+    while (!runId)
+      runId = (await post(first.url, QueueEntryDocument, { sessionId: 'cut-call', queueId: admitted.entry.queueId })).queueEntry?.runId
+    await killHard(first.child)
+    mcp.release()
+
+    const restarted = await startServerProcess(database.url, env)
+    children.push(restarted.child)
+    const done = await runUntil(restarted.url, runId, ['COMPLETED', 'FAILED', 'ABORTED'])
+    expect(done.status).toBe('COMPLETED')
+    expect(mcp.calls.length).toBe(before)
+    expect(done.toolRounds[0]!.results).toMatchObject([{ isError: true, server: 'cities', durationMs: null }])
+    expect(done.toolRounds[0]!.results[0]!.output).toContain('its outcome is unknown, and it was not made again')
+    expect(JSON.stringify(openai.requests.at(-1)!.body)).toContain('its outcome is unknown')
+  }, 60_000)
 })
