@@ -1,5 +1,5 @@
 import type { MessageRecord, QueueEntryRecord, RunRecord } from './records.js'
-import type { RoundCall } from './tools.js'
+import type { RoundCall } from './tool-rounds.js'
 
 const QUEUE_ENTRY_EVENT_KINDS = ['QUEUED', 'STARTED', 'RUNNING', 'FINISHED'] as const
 export type QueueEntryEventKind = (typeof QUEUE_ENTRY_EVENT_KINDS)[number]

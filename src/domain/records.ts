@@ -1,7 +1,8 @@
 import type { PromptInclude } from './catalog.js'
 import type { ContentPart } from './content-parts.js'
 import type { OutputContract, ResponseCacheLayer, Role, SettingsLayer } from './definitions.js'
-import type { ToolCall, ToolLayer, ToolRound } from './tools.js'
+import type { ToolRound } from './tool-rounds.js'
+import type { ToolCall, ToolLayer } from './tools.js'
 
 /** Plain, JSON-safe records of what the store keeps; timestamps are ISO strings. */
 

@@ -1,7 +1,7 @@
 import { NotFoundError, SteerRejectedError, ToolResultRejectedError } from '../domain/errors.js'
 import { advanceEntry, isTerminalRun } from '../domain/lifecycles.js'
 import type { QueueEntryRecord, RunRecord } from '../domain/records.js'
-import { decidedWith, submittedWith } from '../domain/tools.js'
+import { decidedWith, submittedWith } from '../domain/tool-rounds.js'
 import type { RunExecutor } from '../runner/run-executor.js'
 import { RunStop } from '../runner/run-stop.js'
 import type { SubmittedDecision } from '../runner/server-calls.js'

@@ -1,18 +1,16 @@
 import { GenerationError, ToolResultRejectedError } from '../domain/errors.js'
 import type { ToolCallDecision } from '../domain/events.js'
-import { approvalRequired } from '../domain/tool-servers.js'
 import {
   awaitingApproval,
   callsToMake,
   decidedWith,
-  parsedArguments,
   pendingCalls,
   type RoundCall,
-  type ToolCall,
-  type Tooling,
   type ToolResult,
   type ToolRound,
-} from '../domain/tools.js'
+} from '../domain/tool-rounds.js'
+import { approvalRequired } from '../domain/tool-servers.js'
+import { parsedArguments, type ToolCall, type Tooling } from '../domain/tools.js'
 import type { ToolServerClients } from '../providers/tool-server-clients.js'
 import type { RunRecorder } from './run-recorder.js'
 

@@ -1,5 +1,6 @@
 import { usageOf } from '../domain/records.js'
-import { NO_TOOLS, type ToolRound } from '../domain/tools.js'
+import type { ToolRound } from '../domain/tool-rounds.js'
+import { NO_TOOLS } from '../domain/tools.js'
 import { type Answer, type AnswerHooks, produceAnswer } from './answer.js'
 import type { Branch } from './parallel.js'
 import type { PreparedPrompt } from './prepare.js'

@@ -1,6 +1,7 @@
 import { GenerationError, ToolResultRejectedError } from '../domain/errors.js'
 import type { ChatMessage } from '../domain/records.js'
-import { argumentErrors, callsToMake, pendingCalls, submittedWith, type Tooling, type ToolRound } from '../domain/tools.js'
+import { callsToMake, pendingCalls, submittedWith, type ToolRound } from '../domain/tool-rounds.js'
+import { argumentErrors, type Tooling } from '../domain/tools.js'
 import type { ToolServerClients } from '../providers/tool-server-clients.js'
 import type { Answer } from './answer.js'
 import type { RunRecorder } from './run-recorder.js'

@@ -1,5 +1,5 @@
+import type { ApprovalDecision } from '../domain/tool-rounds.js'
 import type { ApprovalPolicy, ToolServer } from '../domain/tool-servers.js'
-import type { ApprovalDecision } from '../domain/tools.js'
 import { type BuilderTypes, builder } from './builder.js'
 
 const ApprovalModeEnum = builder.enumType('ApprovalMode', {

@@ -1,15 +1,6 @@
 import type { RunRecord } from '../domain/records.js'
-import {
-  parsedArguments,
-  pendingCalls,
-  type RoundCall,
-  type ToolCall,
-  type ToolChoice,
-  type ToolLayer,
-  type ToolResult,
-  type ToolRound,
-  type ToolSpec,
-} from '../domain/tools.js'
+import { pendingCalls, type RoundCall, type ToolResult, type ToolRound } from '../domain/tool-rounds.js'
+import { parsedArguments, type ToolCall, type ToolChoice, type ToolLayer, type ToolSpec } from '../domain/tools.js'
 import { type BuilderTypes, builder } from './builder.js'
 import { ApprovalDecisionRef, ToolServerRef, toolServersInputField } from './tool-server.js'
 import { UsageRef } from './usage.js'

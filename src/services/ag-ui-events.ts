@@ -1,7 +1,7 @@
 import { type BaseEvent, EventType } from '@ag-ui/core'
 import type { SessionEvent } from '../domain/events.js'
 import type { RunRecord } from '../domain/records.js'
-import { handsOver, type RoundCall } from '../domain/tools.js'
+import { handsOver, type RoundCall } from '../domain/tool-rounds.js'
 
 /** An AG-UI event with the session sequence it came from (its SSE `id:`); null for a stream's own framing. */
 export interface SequencedEvent {

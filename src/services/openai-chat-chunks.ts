@@ -1,7 +1,7 @@
 import { type ErrorCode, NotFoundError, PromptlineError } from '../domain/errors.js'
 import type { SessionEvent } from '../domain/events.js'
 import type { FinishReason, RunRecord } from '../domain/records.js'
-import { handsOver } from '../domain/tools.js'
+import { handsOver } from '../domain/tool-rounds.js'
 import { usageOfRun } from './openai-shapes.js'
 
 /** A run that ended failed, as an OpenAI error: its own code and message. */

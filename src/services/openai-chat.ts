@@ -5,7 +5,7 @@ import type { ContentPart } from '../domain/content-parts.js'
 import { InvalidRequestError } from '../domain/errors.js'
 import type { SessionEvent } from '../domain/events.js'
 import type { ChatMessage, RunRecord } from '../domain/records.js'
-import { answersExactly } from '../domain/tools.js'
+import { answersExactly } from '../domain/tool-rounds.js'
 import { type ChatChunk, chatChunks, wholeCompletion } from './openai-chat-chunks.js'
 import {
   mediaPart,

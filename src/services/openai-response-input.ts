@@ -2,7 +2,7 @@ import { z } from 'zod'
 import type { ContentPart } from '../domain/content-parts.js'
 import { InvalidRequestError } from '../domain/errors.js'
 import type { ChatMessage, RunRequest } from '../domain/records.js'
-import type { ToolRound } from '../domain/tools.js'
+import type { ToolRound } from '../domain/tool-rounds.js'
 import { mediaPart, parseBody, promptVariablesSchema, refuseUnsupported, UnsupportedParameterError } from './openai-shapes.js'
 
 const inputPartSchema = z.discriminatedUnion('type', [

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto'
 import type { Principal } from '../domain/access.js'
 import { InvalidRequestError, NotFoundError } from '../domain/errors.js'
 import type { RunRecord } from '../domain/records.js'
-import { pendingCalls } from '../domain/tools.js'
+import { pendingCalls } from '../domain/tool-rounds.js'
 import {
   conversationOf,
   inputItemsOf,

@@ -1,7 +1,7 @@
 import { z } from 'zod'
 import type { PromptInclude } from '../domain/catalog.js'
 import type { Alternative, FailoverAttempt, OutputValidation, Reasoning, RunCache, Usage } from '../domain/records.js'
-import type { ToolRound } from '../domain/tools.js'
+import type { ToolRound } from '../domain/tool-rounds.js'
 
 // The JSON columns of a run's row, parsed as they are read: a row that does not hold what the
 // record says fails loudly where it is read, naming the column, instead of travelling on cast.
