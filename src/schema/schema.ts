@@ -18,5 +18,6 @@ import './usage-report.js'
 import './events.js'
 import './webhook.js'
 import './api-key.js'
+import './dataset.js'
 
 export const schema = builder.toSchema({ sortSchema: true })

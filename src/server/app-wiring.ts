@@ -34,6 +34,7 @@ import { AgUiRunService } from '../services/ag-ui-runs.js'
 import { ApiKeyService } from '../services/api-key-service.js'
 import { BudgetGuard } from '../services/budget-guard.js'
 import { CatalogService } from '../services/catalog-service.js'
+import { DatasetService } from '../services/dataset-service.js'
 import { FileService } from '../services/file-service.js'
 import { KeyLimiter } from '../services/key-limits.js'
 import { KeyRing } from '../services/key-ring.js'
@@ -183,6 +184,7 @@ export function wireServices(options: AppOptions, runPath: RunPath, grounds: Gro
     usage: new UsageService(store),
     replays: new ReplayService(store, sessions, runs),
     keys: new ApiKeyService(store.apiKeys, keys, budgets),
+    datasets: new DatasetService(store),
   }
   const uploads = new FileService(store, { ...DEFAULT_FILE_LIMITS, ...options.files })
   const openai = {

@@ -16,6 +16,7 @@ import type { McpPromptService } from '../services/mcp-prompts.js'
 import { useAgUi } from './ag-ui-api.js'
 import { useCompiledSubscriptions } from './compiled-subscriptions.js'
 import { useConsole } from './console.js'
+import { useDatasetLines } from './datasets-api.js'
 import { useFileUploads } from './files.js'
 import { GRAPHIQL_OPTIONS, renderSelfHostedGraphiQL } from './graphiql.js'
 import { requestLimitPlugins } from './limits.js'
@@ -116,6 +117,7 @@ export function createPromptlineYoga(options: {
     plugins: [
       useProbes(options.probes, logger),
       useFileUploads(options.files, options.keys, options.limiter),
+      useDatasetLines(services.datasets, options.keys, options.limiter),
       useOpenAIApi(options.openai, options.keys, options.limiter, logger),
       useMcpServer(options.mcp, options.keys, options.limiter, logger),
       useAgUi(options.agUi, options.keys, options.limiter, logger),

@@ -1,6 +1,7 @@
 import { ApiKeyStore } from './api-key-store.js'
 import { BudgetLedger } from './budget-ledger.js'
 import { type Database, openDatabase } from './database.js'
+import { DatasetStore } from './dataset-store.js'
 import { EventStore } from './event-store.js'
 import { FileStore } from './file-store.js'
 import { migrate, pendingMigrations } from './migrator.js'
@@ -32,6 +33,7 @@ export class Store {
   readonly files: FileStore
   readonly apiKeys: ApiKeyStore
   readonly budgets: BudgetLedger
+  readonly datasets: DatasetStore
 
   constructor(
     private readonly database: Database,
@@ -53,6 +55,7 @@ export class Store {
     this.ledger = new RunLedger(database.sql, statements, this.webhooks)
     this.apiKeys = new ApiKeyStore(database.db)
     this.budgets = new BudgetLedger(database.sql)
+    this.datasets = new DatasetStore(database.db)
   }
 
   get provider() {
