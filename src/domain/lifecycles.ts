@@ -1,3 +1,4 @@
+import type { ExperimentStatus } from './experiments.js'
 import { type EntryStatus, type QueueEntryRecord, RUN_STATUSES, type RunRecord, type RunStatus } from './records.js'
 
 /**
@@ -65,6 +66,19 @@ export function entryStatusOf(run: Pick<RunRecord, 'status'>): Extract<EntryStat
   if (run.status === 'ABORTED') return 'CANCELLED'
   throw new IllegalTransitionError('queue entry', 'RUNNING', `the end of a run still ${run.status}`)
 }
+
+/** An experiment's machine: it runs its units, then ends; cancelled or failed at any time before. */
+const EXPERIMENT_TRANSITIONS: Readonly<Record<ExperimentStatus, readonly ExperimentStatus[]>> = {
+  QUEUED: ['RUNNING', 'FAILED', 'CANCELLED'],
+  RUNNING: ['COMPLETED', 'FAILED', 'CANCELLED'],
+  COMPLETED: [],
+  FAILED: [],
+  CANCELLED: [],
+}
+
+/** The statuses an experiment may move to `to` from. */
+export const experimentMovesTo = (to: ExperimentStatus): ExperimentStatus[] =>
+  (Object.keys(EXPERIMENT_TRANSITIONS) as ExperimentStatus[]).filter((from) => EXPERIMENT_TRANSITIONS[from].includes(to))
 
 /** What a session's queue is doing, on the instance that owns the session (in memory only). */
 export type SessionQueueStatus = 'IDLE' | 'RUNNING' | 'HELD' | 'CLOSING'

@@ -40,7 +40,7 @@ export type TerminalReason = (typeof TERMINAL_REASONS)[number]
 
 /** Why the model's answer ended, the same for every vendor. */
 /** Which surface admitted a run: GraphQL, or the OpenAI API's Chat Completions. */
-export type RunOrigin = 'GRAPHQL' | 'OPENAI_CHAT' | 'OPENAI_RESPONSES' | 'MCP' | 'AG_UI'
+export type RunOrigin = 'GRAPHQL' | 'OPENAI_CHAT' | 'OPENAI_RESPONSES' | 'MCP' | 'AG_UI' | 'EXPERIMENT'
 
 const FINISH_REASONS = ['STOP', 'LENGTH', 'TOOL_CALLS', 'CONTENT_FILTER', 'REFUSAL', 'OTHER'] as const
 export type FinishReason = (typeof FINISH_REASONS)[number]

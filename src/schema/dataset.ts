@@ -12,7 +12,7 @@ const DatasetVersionRef = builder.objectRef<DatasetVersion>('DatasetVersion').im
   }),
 })
 
-const DatasetItemRef = builder.objectRef<DatasetItem>('DatasetItem').implement({
+export const DatasetItemRef = builder.objectRef<DatasetItem>('DatasetItem').implement({
   description: 'An input for experiments, with what its answer should be. Never changed: a new version adds or removes items.',
   fields: (t) => ({
     id: t.exposeID('id', { description: 'Its id, the same in every version that holds it.' }),

@@ -25,6 +25,7 @@ const RunOriginEnum = builder.enumType('RunOrigin', {
     OPENAI_RESPONSES: "The OpenAI API's POST /v1/responses.",
     MCP: "The MCP server's run_prompt tool (/mcp).",
     AG_UI: 'AG-UI (POST /ag-ui).',
+    EXPERIMENT: 'An experiment, one run per dataset item and repetition (startExperiment).',
   }),
 })
 

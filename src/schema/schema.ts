@@ -19,5 +19,6 @@ import './events.js'
 import './webhook.js'
 import './api-key.js'
 import './dataset.js'
+import './experiment.js'
 
 export const schema = builder.toSchema({ sortSchema: true })

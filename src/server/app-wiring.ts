@@ -35,6 +35,7 @@ import { ApiKeyService } from '../services/api-key-service.js'
 import { BudgetGuard } from '../services/budget-guard.js'
 import { CatalogService } from '../services/catalog-service.js'
 import { DatasetService } from '../services/dataset-service.js'
+import { ExperimentService } from '../services/experiment-service.js'
 import { FileService } from '../services/file-service.js'
 import { KeyLimiter } from '../services/key-limits.js'
 import { KeyRing } from '../services/key-ring.js'
@@ -174,6 +175,7 @@ export function wireServices(options: AppOptions, runPath: RunPath, grounds: Gro
   const keys = new KeyRing(options.apiKeys ?? null, store.apiKeys, link.fanout, logger, options.clock)
   const sessions = new SessionService(store, sessionMemory, catalog, queue, router, signers)
   const runs = new RunService(store, preparer, queue, bus, sessions, budgets, router)
+  const datasets = new DatasetService(store)
   const services = {
     catalog: new CatalogService(catalog, secrets, capacity, new CatalogEvents(link.fanout), {
       credentialEnvAllowlist: allowlist,
@@ -184,7 +186,8 @@ export function wireServices(options: AppOptions, runPath: RunPath, grounds: Gro
     usage: new UsageService(store),
     replays: new ReplayService(store, sessions, runs),
     keys: new ApiKeyService(store.apiKeys, keys, budgets),
-    datasets: new DatasetService(store),
+    datasets,
+    experiments: new ExperimentService(store, runs, sessions, datasets, logger, durabilityTimes(options.durability)),
   }
   const uploads = new FileService(store, { ...DEFAULT_FILE_LIMITS, ...options.files })
   const openai = {

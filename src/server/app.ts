@@ -101,6 +101,7 @@ export async function createApp(options: AppOptions, secrets: SecretLookup, logg
     await queue.recover()
     ownership.start()
     services.webhooks.start()
+    await services.services.experiments.start()
     const flush = () => bus.flush()
     const drain = () =>
       (draining ??= (async () => {
@@ -125,6 +126,7 @@ export async function createApp(options: AppOptions, secrets: SecretLookup, logg
           await drain()
           // posts under way are cut off; their deliveries stay due in the store for the next start or another instance
           await services.webhooks.close()
+          services.services.experiments.close()
           services.router.close()
           services.keys.close()
           await bus.close()

@@ -111,6 +111,11 @@ export class DatasetService {
     return this.store.datasets.items(tenantId, datasetId, at, afterPosition, take)
   }
 
+  /** The items `ids` names, in any version of the dataset. */
+  itemsById(tenantId: string, datasetId: string, ids: string[]): Promise<DatasetItem[]> {
+    return this.store.datasets.itemsById(tenantId, datasetId, ids)
+  }
+
   /** `version` checked against the dataset's, or its newest. */
   private async versionAt(tenantId: string, datasetId: string, version: number | null): Promise<number> {
     const dataset = await this.store.datasets.find(tenantId, datasetId)

@@ -80,6 +80,12 @@ export class DatasetStore {
     return rows.map(toItem)
   }
 
+  /** The items `ids` names, in any version. */
+  async itemsById(tenantId: string, datasetId: string, ids: string[]): Promise<DatasetItem[]> {
+    const rows = await this.db.datasetItem.findMany({ where: { tenantId, datasetId, id: { in: ids } } })
+    return rows.map(toItem)
+  }
+
   /** A new version with `items` added to the newest one's. */
   addItems(tenantId: string, datasetId: string, items: DatasetItemContent[]): Promise<VersionOutcome> {
     return this.newVersion(tenantId, datasetId, async (tx, version) => {

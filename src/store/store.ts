@@ -3,6 +3,7 @@ import { BudgetLedger } from './budget-ledger.js'
 import { type Database, openDatabase } from './database.js'
 import { DatasetStore } from './dataset-store.js'
 import { EventStore } from './event-store.js'
+import { ExperimentStore } from './experiment-store.js'
 import { FileStore } from './file-store.js'
 import { migrate, pendingMigrations } from './migrator.js'
 import { ProfileStore } from './profile-store.js'
@@ -34,6 +35,7 @@ export class Store {
   readonly apiKeys: ApiKeyStore
   readonly budgets: BudgetLedger
   readonly datasets: DatasetStore
+  readonly experiments: ExperimentStore
 
   constructor(
     private readonly database: Database,
@@ -56,6 +58,7 @@ export class Store {
     this.apiKeys = new ApiKeyStore(database.db)
     this.budgets = new BudgetLedger(database.sql)
     this.datasets = new DatasetStore(database.db)
+    this.experiments = new ExperimentStore(database.db)
   }
 
   get provider() {

@@ -13,10 +13,18 @@ import { wsClient } from './ws-client.js'
 /** The fake backend, recording every request it is sent (what the model really saw). */
 class RecordingFakeClient implements ModelClient {
   readonly requests: GenerateRequest[] = []
+  /** Model calls streaming now, and the most there ever were at once. */
+  inFlight = 0
+  maxInFlight = 0
   private readonly fake = new FakeModelClient()
-  generate(request: GenerateRequest, signal: AbortSignal) {
+  async *generate(request: GenerateRequest, signal: AbortSignal) {
     this.requests.push({ ...request, messages: request.messages.map((m) => ({ ...m })) })
-    return this.fake.generate(request, signal)
+    this.maxInFlight = Math.max(this.maxInFlight, ++this.inFlight)
+    try {
+      yield* this.fake.generate(request, signal)
+    } finally {
+      this.inFlight--
+    }
   }
 }
 

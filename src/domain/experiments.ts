@@ -1,0 +1,157 @@
+import { z } from 'zod'
+import { boundedJsonObject } from './json-bounds.js'
+import { compileOutputSchema } from './output-schema.js'
+
+export type ExperimentStatus = 'QUEUED' | 'RUNNING' | 'COMPLETED' | 'FAILED' | 'CANCELLED'
+
+export type ScorerKind = 'EXACT' | 'CONTAINS' | 'REGEX' | 'JSON_SCHEMA' | 'JSON_PATH_EQUALS'
+
+/** A check of a run's output: against the item's `expected`, a pattern, a schema or a path. */
+export interface Scorer {
+  /** Names its scores; unique in an experiment. */
+  name: string
+  kind: ScorerKind
+  pattern: string | null
+  schema: Record<string, unknown> | null
+  path: string | null
+}
+
+/** What a scorer made of one output: a value in [0, 1] and whether it passed. */
+export interface Score {
+  scorer: string
+  value: number
+  pass: boolean
+  reason: string | null
+}
+
+/** An experiment as it is recorded: what it froze when it started, and how it is going. */
+export interface Experiment {
+  id: string
+  name: string
+  status: ExperimentStatus
+  datasetId: string
+  datasetVersion: number
+  promptId: string
+  promptVersion: number
+  promptLabel: string | null
+  profileId: string | null
+  repetitions: number
+  concurrency: number
+  scorers: Scorer[]
+  keyId: string | null
+  errorMessage: string | null
+  createdAt: string
+  finishedAt: string | null
+}
+
+/** One item × repetition: its run once admitted, its scores once the run ended. */
+export interface ExperimentUnit {
+  unit: number
+  itemId: string
+  repetition: number
+  runId: string | null
+  status: 'PENDING' | 'DONE' | 'FAILED'
+  scores: Score[] | null
+}
+
+const NAME = /^[A-Za-z0-9_.-]{1,64}$/
+
+/** A scorer as a client gives it; each kind's own field is required. */
+export const scorerSchema = z
+  .strictObject({
+    name: z.string().regex(NAME, 'must be 1-64 characters of A-Z a-z 0-9 _ . -'),
+    kind: z.enum(['EXACT', 'CONTAINS', 'REGEX', 'JSON_SCHEMA', 'JSON_PATH_EQUALS']),
+    pattern: z.string().min(1).max(1024).nullish(),
+    schema: boundedJsonObject().nullish(),
+    path: z.string().min(1).max(256).nullish(),
+  })
+  .superRefine((s, ctx) => {
+    if (s.kind === 'REGEX') {
+      if (!s.pattern) ctx.addIssue({ code: 'custom', message: 'REGEX needs a pattern' })
+      else if (regexProblem(s.pattern)) ctx.addIssue({ code: 'custom', message: `pattern: ${regexProblem(s.pattern)}` })
+    }
+    if (s.kind === 'JSON_SCHEMA') {
+      const problem = s.schema ? compileOutputSchema(s.schema).error : 'JSON_SCHEMA needs a schema'
+      if (problem) ctx.addIssue({ code: 'custom', message: `schema: ${problem}` })
+    }
+    if (s.kind === 'JSON_PATH_EQUALS' && !s.path) ctx.addIssue({ code: 'custom', message: 'JSON_PATH_EQUALS needs a path' })
+  })
+  .transform((s): Scorer => ({ name: s.name, kind: s.kind, pattern: s.pattern ?? null, schema: s.schema ?? null, path: s.path ?? null }))
+
+function regexProblem(pattern: string): string | null {
+  try {
+    new RegExp(pattern)
+    return null
+  } catch (error) {
+    return (error as Error).message
+  }
+}
+
+const parsedJson = (text: string): { value: unknown } | null => {
+  try {
+    return { value: JSON.parse(text) }
+  } catch {
+    return null
+  }
+}
+
+/** The value at a path like `$.answer.items[0]` or `answer.items.0`; undefined when there is none. */
+function valueAtPath(value: unknown, path: string): unknown {
+  const steps = path
+    .replace(/^\$\.?/, '')
+    .split(/\.|\[(\d+)\]/)
+    .filter((step) => step !== undefined && step !== '')
+  let at = value
+  for (const step of steps) {
+    if (at === null || typeof at !== 'object') return undefined
+    at = (at as Record<string, unknown>)[step]
+  }
+  return at
+}
+
+/** Whether two JSON values are equal (objects by their keys, in any order). */
+function jsonEqual(a: unknown, b: unknown): boolean {
+  if (a === b) return true
+  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false
+  if (Array.isArray(a) !== Array.isArray(b)) return false
+  const keys = Object.keys(a)
+  if (keys.length !== Object.keys(b).length) return false
+  return keys.every((k) => jsonEqual((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k]))
+}
+
+const verdict = (scorer: Scorer, pass: boolean, reason: string | null = null): Score => ({
+  scorer: scorer.name,
+  value: pass ? 1 : 0,
+  pass,
+  reason,
+})
+
+/**
+ * One output scored: EXACT and CONTAINS compare with `expected` as text (a string as it is,
+ * other JSON as JSON text); REGEX tests the pattern; JSON_SCHEMA parses the output and validates
+ * it; JSON_PATH_EQUALS compares the output's value at the path with `expected`'s.
+ */
+export function scoreOutput(scorer: Scorer, output: string, expected: unknown): Score {
+  const wanted = typeof expected === 'string' ? expected : JSON.stringify(expected ?? null)
+  switch (scorer.kind) {
+    case 'EXACT':
+      return verdict(scorer, output.trim() === wanted.trim())
+    case 'CONTAINS':
+      return verdict(scorer, output.includes(wanted))
+    case 'REGEX':
+      return verdict(scorer, new RegExp(scorer.pattern!).test(output))
+    case 'JSON_SCHEMA': {
+      const parsed = parsedJson(output)
+      if (!parsed) return verdict(scorer, false, 'the output is not JSON')
+      const { validate } = compileOutputSchema(scorer.schema!)
+      const pass = validate!(parsed.value) as boolean
+      return verdict(scorer, pass, pass ? null : (validate!.errors ?? []).map((e) => `${e.instancePath || '/'} ${e.message}`).join('; '))
+    }
+    case 'JSON_PATH_EQUALS': {
+      const parsed = parsedJson(output)
+      if (!parsed) return verdict(scorer, false, 'the output is not JSON')
+      const got = valueAtPath(parsed.value, scorer.path!)
+      return verdict(scorer, jsonEqual(got, valueAtPath(expected, scorer.path!)), got === undefined ? `nothing at ${scorer.path}` : null)
+    }
+  }
+}

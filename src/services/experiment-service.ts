@@ -1,0 +1,255 @@
+import { randomUUID } from 'node:crypto'
+import { z } from 'zod'
+import { type Principal, recordedKeyId } from '../domain/access.js'
+import type { DatasetItem } from '../domain/datasets.js'
+import { idSchema, parseInput } from '../domain/definitions.js'
+import { BudgetExceededError, InvalidRequestError, NotFoundError, PromptlineError } from '../domain/errors.js'
+import { type ExperimentSummary, summarize } from '../domain/experiment-summary.js'
+import { type Experiment, type ExperimentUnit, scoreOutput, scorerSchema } from '../domain/experiments.js'
+import type { Logger } from '../domain/logger.js'
+import type { RunRecord } from '../domain/records.js'
+import { UniqueViolation } from '../store/errors.js'
+import type { Store } from '../store/store.js'
+import type { DatasetService } from './dataset-service.js'
+import type { RunService } from './run-service.js'
+import type { SessionService } from './session-service.js'
+
+const startSchema = z.strictObject({
+  name: z.string().min(1).max(256),
+  datasetId: idSchema,
+  datasetVersion: z.number().int().min(1).nullish(),
+  promptRef: z.strictObject({ id: idSchema, version: z.number().int().min(1).nullish(), label: z.string().min(1).max(64).nullish() }),
+  profileId: idSchema.nullish(),
+  repetitions: z.number().int().min(1).max(10).nullish(),
+  concurrency: z.number().int().min(1).max(32).nullish(),
+  scorers: z
+    .array(scorerSchema)
+    .max(16)
+    .superRefine((scorers, ctx) => {
+      const names = scorers.map((s) => s.name)
+      const twice = names.find((name, i) => names.indexOf(name) !== i)
+      if (twice) ctx.addIssue({ code: 'custom', message: `names scorer '${twice}' twice` })
+    }),
+  idempotencyKey: z.string().min(1).max(256).nullish(),
+})
+
+/** How long a run of an experiment may take before the experiment stops waiting for it. */
+const RUN_WAIT_MS = 30 * 60_000
+const UNIT_PAGE = 500
+
+/**
+ * Experiments: a prompt version (frozen at the start, as is the dataset version) run over a
+ * dataset's items, each item × repetition an ordinary run in a session of its own, tagged
+ * `experiment:<id>`, under the starting key's limits and budgets, at most `concurrency` at
+ * once; each run's output scored as it ends. This instance runs the experiments it started and
+ * owns their driving (a timer marks them alive); one whose instance stopped is ended FAILED by
+ * the next start, its runs so far kept.
+ */
+export class ExperimentService {
+  private readonly driving = new Map<string, { tenantId: string; id: string; done: Promise<void> }>()
+  private heartbeat: NodeJS.Timeout | null = null
+
+  constructor(
+    private readonly store: Store,
+    private readonly runs: RunService,
+    private readonly sessions: SessionService,
+    private readonly datasets: DatasetService,
+    private readonly logger: Logger,
+    /** How often this instance marks its experiments alive, and how old a mark means nobody runs it (the runs' own times). */
+    private readonly times: { heartbeatMs: number; staleMs: number },
+  ) {}
+
+  /**
+   * Ends the experiments nobody runs any more, now and every heartbeat (an instance that stopped
+   * stops marking its own), and marks this instance's alive.
+   */
+  async start(): Promise<void> {
+    await this.failStale()
+    this.heartbeat = setInterval(() => {
+      const keys = [...this.driving.values()].map(({ tenantId, id }) => ({ tenantId, id }))
+      const marked = keys.length > 0 ? this.store.experiments.heartbeat(keys) : Promise.resolve()
+      marked.then(() => this.failStale()).catch(() => {})
+    }, this.times.heartbeatMs)
+    this.heartbeat.unref()
+  }
+
+  private async failStale(): Promise<void> {
+    const stale = new Date(Date.now() - this.times.staleMs)
+    const failed = await this.store.experiments.failStale(stale, 'the instance running it stopped; its runs so far are kept')
+    if (failed > 0) this.logger.warn('experiments left running by a stopped instance ended FAILED', { count: failed })
+  }
+
+  /** Stops marking; the experiments this instance drives are left for the next start to end. */
+  close(): void {
+    if (this.heartbeat) clearInterval(this.heartbeat)
+  }
+
+  /** Freezes the prompt version and the dataset version, writes the experiment and its units, and starts it. */
+  async begin(principal: Principal, input: unknown): Promise<Experiment> {
+    const { tenantId } = principal
+    const asked = parseInput(startSchema, input, 'input')
+    if (asked.idempotencyKey) {
+      const earlier = await this.store.experiments.findByKey(tenantId, asked.idempotencyKey)
+      if (earlier) return earlier
+    }
+    const dataset = await this.store.datasets.find(tenantId, asked.datasetId)
+    if (!dataset) throw new NotFoundError('dataset', asked.datasetId)
+    const datasetVersion = asked.datasetVersion ?? dataset.version
+    const items = await this.itemsOf(tenantId, asked.datasetId, datasetVersion)
+    if (items.length === 0)
+      throw InvalidRequestError.at('input.datasetId', `version ${datasetVersion} of dataset '${dataset.id}' has no items`)
+    const { promptRef } = asked
+    // a dry run of the first item: the prompt version its label names now, the profile, a rendering that works
+    const prepared = await this.runs.prepare(tenantId, {
+      promptRef: { id: promptRef.id, ...(promptRef.version ? { version: promptRef.version } : { label: promptRef.label ?? 'production' }) },
+      profileId: asked.profileId ?? null,
+      variables: items[0]!.variables,
+      input: items[0]!.input,
+    })
+    const repetitions = asked.repetitions ?? 1
+    const experiment = {
+      id: randomUUID(),
+      name: asked.name,
+      datasetId: dataset.id,
+      datasetVersion,
+      promptId: promptRef.id,
+      promptVersion: prepared.prompt!.version,
+      promptLabel: promptRef.version ? null : prepared.promptLabel,
+      profileId: prepared.candidates[0]!.profile.id,
+      repetitions,
+      concurrency: asked.concurrency ?? 4,
+      scorers: asked.scorers,
+      keyId: recordedKeyId(principal),
+      idempotencyKey: asked.idempotencyKey ?? null,
+    }
+    const units = items.flatMap((item, i) =>
+      Array.from({ length: repetitions }, (_, r) => ({ unit: i * repetitions + r + 1, itemId: item.id, repetition: r + 1 })),
+    )
+    let created: Experiment
+    try {
+      created = await this.store.experiments.create(tenantId, experiment, units)
+    } catch (error) {
+      // the same key, started at the same time elsewhere: that one is the experiment
+      if (error instanceof UniqueViolation && asked.idempotencyKey)
+        return (await this.store.experiments.findByKey(tenantId, asked.idempotencyKey))!
+      throw error
+    }
+    const done = this.drive(principal, created, new Map(items.map((item) => [item.id, item])))
+    this.driving.set(created.id, { tenantId, id: created.id, done })
+    void done.finally(() => this.driving.delete(created.id))
+    return created
+  }
+
+  /** Cancels an experiment that has not ended: no unit starts after, and the runs under way are aborted. */
+  async cancel(tenantId: string, id: string): Promise<Experiment> {
+    const experiment = await this.store.experiments.find(tenantId, parseInput(idSchema, id, 'id'))
+    if (!experiment) throw new NotFoundError('experiment', id)
+    if (await this.store.experiments.move(tenantId, id, 'CANCELLED')) {
+      for (const unit of await this.allUnits(tenantId, id)) {
+        if (unit.runId && unit.status === 'PENDING')
+          await this.runs.abortRun(tenantId, unit.runId, 'the experiment was cancelled').catch(() => {})
+      }
+    }
+    return (await this.store.experiments.find(tenantId, id))!
+  }
+
+  get(tenantId: string, id: string): Promise<Experiment | null> {
+    return this.store.experiments.find(tenantId, parseInput(idSchema, id, 'id'))
+  }
+
+  units(tenantId: string, id: string, afterUnit: number, take: number): Promise<ExperimentUnit[]> {
+    return this.store.experiments.units(tenantId, id, afterUnit, take)
+  }
+
+  /** How many units ended, of how many. */
+  async progress(tenantId: string, id: string): Promise<{ done: number; total: number }> {
+    const units = await this.allUnits(tenantId, id)
+    return { done: units.filter((u) => u.status !== 'PENDING').length, total: units.length }
+  }
+
+  async summary(tenantId: string, experiment: Experiment): Promise<ExperimentSummary> {
+    const units = await this.allUnits(tenantId, experiment.id)
+    const runs = await Promise.all(units.map((u) => (u.runId ? this.runs.run(tenantId, u.runId) : Promise.resolve(null))))
+    return summarize(
+      experiment.scorers,
+      units.map((u, i) => ({ scores: u.scores, run: runs[i] ? runFacts(runs[i]!) : null })),
+    )
+  }
+
+  /** Runs the units, `concurrency` at a time, until all ran or the experiment ended otherwise. */
+  private async drive(principal: Principal, experiment: Experiment, items: Map<string, DatasetItem>): Promise<void> {
+    const { tenantId, id } = { tenantId: principal.tenantId, id: experiment.id }
+    try {
+      if (!(await this.store.experiments.move(tenantId, id, 'RUNNING'))) return
+      const pending = await this.allUnits(tenantId, id)
+      let failure: string | null = null
+      const worker = async () => {
+        for (let unit = pending.shift(); unit && failure === null; unit = pending.shift()) {
+          if ((await this.store.experiments.find(tenantId, id))?.status !== 'RUNNING') return
+          failure = await this.runUnit(principal, experiment, unit, items.get(unit.itemId)!)
+        }
+      }
+      await Promise.all(Array.from({ length: experiment.concurrency }, worker))
+      if (failure) await this.store.experiments.move(tenantId, id, 'FAILED', failure)
+      else await this.store.experiments.move(tenantId, id, 'COMPLETED')
+    } catch (error) {
+      this.logger.error('an experiment stopped unexpectedly', { experimentId: id, error: (error as Error).message })
+      await this.store.experiments.move(tenantId, id, 'FAILED', 'it stopped unexpectedly; its runs so far are kept').catch(() => {})
+    }
+  }
+
+  /** One unit: its session, its run (waited for), its scores. Answers why the experiment must stop, or null. */
+  private async runUnit(principal: Principal, experiment: Experiment, unit: ExperimentUnit, item: DatasetItem): Promise<string | null> {
+    const { tenantId } = principal
+    const sessionId = `exp-${experiment.id.slice(0, 8)}-${unit.unit}`
+    const request = {
+      sessionId,
+      promptRef: { id: experiment.promptId, version: experiment.promptVersion },
+      profileId: experiment.profileId,
+      variables: item.variables,
+      input: item.input,
+      tags: [`experiment:${experiment.id}`],
+      idempotencyKey: `experiment:${experiment.id}:${unit.unit}`,
+    }
+    try {
+      await this.sessions.create(tenantId, { id: sessionId, title: `experiment ${experiment.name}, unit ${unit.unit}` })
+      const { entry, run } = await this.runs.runPrompt(principal, request, 'ENQUEUE', RUN_WAIT_MS, 'EXPERIMENT')
+      const ran = run ?? (entry.runId ? await this.runs.run(tenantId, entry.runId) : null)
+      if (ran) await this.store.experiments.updateUnit(tenantId, experiment.id, unit.unit, { runId: ran.id })
+      const scores = ran?.status === 'COMPLETED' ? experiment.scorers.map((s) => scoreOutput(s, ran.output ?? '', item.expected)) : null
+      await this.store.experiments.updateUnit(tenantId, experiment.id, unit.unit, { status: scores ? 'DONE' : 'FAILED', scores })
+      return null
+    } catch (error) {
+      await this.store.experiments.updateUnit(tenantId, experiment.id, unit.unit, { status: 'FAILED' })
+      if (error instanceof BudgetExceededError) return `a budget refused unit ${unit.unit}: ${error.message}`
+      if (error instanceof PromptlineError) return null
+      throw error
+    }
+  }
+
+  private async allUnits(tenantId: string, id: string): Promise<ExperimentUnit[]> {
+    const all: ExperimentUnit[] = []
+    for (let after = 0; ; ) {
+      const page = await this.store.experiments.units(tenantId, id, after, UNIT_PAGE)
+      all.push(...page)
+      if (page.length < UNIT_PAGE) return all
+      after = page.at(-1)!.unit
+    }
+  }
+
+  private async itemsOf(tenantId: string, datasetId: string, version: number): Promise<DatasetItem[]> {
+    const all: DatasetItem[] = []
+    for (let after = 0; ; ) {
+      const page = await this.datasets.items(tenantId, datasetId, version, after, UNIT_PAGE)
+      all.push(...page)
+      if (page.length < UNIT_PAGE) return all
+      after = page.at(-1)!.position
+    }
+  }
+}
+
+/** What a summary needs of a run: its cost, how long it took, what it used. */
+function runFacts(run: RunRecord) {
+  const latencyMs = run.finishedAt ? Date.parse(run.finishedAt) - Date.parse(run.startedAt) : null
+  return { costUsd: run.costUsd, latencyMs, usage: run.usage }
+}

@@ -1,0 +1,178 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import {
+  AddDatasetItemsDocument,
+  CancelExperimentDocument,
+  CreateDatasetDocument,
+  ExperimentResultDocument,
+  type ExperimentResultQuery,
+  StartExperimentDocument,
+  type StartExperimentInput,
+  UpsertProfileDocument,
+  UpsertPromptDocument,
+} from '../generated/graphql.js'
+import { providers } from '../helpers/databases.js'
+import { startTestServer, type TestServer } from '../helpers/server.js'
+
+type Result = NonNullable<ExperimentResultQuery['experiment']>
+type ItemRow = Result['items']['edges'][number]['node']
+
+const words = (n: number, from = 0) =>
+  Array.from({ length: n }, (_, i) => ({ variables: { word: `w${from + i}` }, expected: `w${from + i}` }))
+
+describe.each(providers)('experiments (%s)', (provider) => {
+  let t: TestServer
+  beforeAll(async () => {
+    t = await startTestServer({ provider })
+    // the fake echoes the last user message: the item's word
+    const messages = [{ role: 'USER' as const, content: '{{word}}' }]
+    await t.request(UpsertPromptDocument, { input: { id: 'echo-word', messages, defaultProfileId: 'fake-echo' } })
+    // each answer takes a while, so runs started together overlap
+    const slow = { id: 'fake-slow', backendId: 'fake', model: 'echo', settings: { extra: { tokenDelayMs: 30 } } }
+    expect((await t.request(UpsertProfileDocument, { input: slow })).data!.upsertProfile.__typename).toBe('UpsertProfilePayload')
+  })
+  afterAll(async () => {
+    await t?.stop({ dropDatabase: true })
+  })
+
+  async function dataset(id: string, items: ReturnType<typeof words>) {
+    await t.request(CreateDatasetDocument, { input: { id } })
+    await t.request(AddDatasetItemsDocument, { input: { datasetId: id, items } })
+  }
+  async function start(input: StartExperimentInput) {
+    const started = (await t.request(StartExperimentDocument, { input })).data!.startExperiment
+    if (started.__typename !== 'ExperimentPayload') throw new Error(JSON.stringify(started))
+    return started.experiment
+  }
+  /** The experiment once it ended (an experiment has no event stream yet: its record is read until then). */
+  async function ended(id: string): Promise<Result> {
+    let result: Result | null = null
+    await expect
+      .poll(
+        async () => {
+          result = (await t.request(ExperimentResultDocument, { id, first: 0 })).data!.experiment
+          return result?.status
+        },
+        { timeout: 30_000, interval: 50 },
+      )
+      .toMatch(/COMPLETED|FAILED|CANCELLED/)
+    return result!
+  }
+  async function itemsOf(id: string): Promise<ItemRow[]> {
+    const rows: ItemRow[] = []
+    for (let after: string | null | undefined = null; ; ) {
+      const page: Result['items'] = (await t.request(ExperimentResultDocument, { id, first: 7, after })).data!.experiment!.items
+      rows.push(...page.edges.map((e) => e.node))
+      if (!page.pageInfo.hasNextPage) return rows
+      after = page.pageInfo.endCursor
+    }
+  }
+  const exact = [{ name: 'exact', kind: 'EXACT' as const }]
+
+  it('runs the dataset and prompt versions frozen at its start, each item in a session of its own, and scores every run', async () => {
+    await dataset('words', words(20))
+    await t.request(AddDatasetItemsDocument, { input: { datasetId: 'words', items: words(1, 20) } })
+    const started = await start({
+      name: 'frozen',
+      datasetId: 'words',
+      datasetVersion: 1,
+      promptRef: { id: 'echo-word', label: 'latest' },
+      scorers: exact,
+      concurrency: 2,
+    })
+    expect(started).toMatchObject({ promptVersion: 1, promptLabel: 'latest', datasetVersion: 1 })
+    // a new version of the prompt while the experiment runs: its runs keep to version 1
+    await t.request(UpsertPromptDocument, {
+      input: { id: 'echo-word', messages: [{ role: 'USER', content: 'say {{word}}' }], defaultProfileId: 'fake-echo' },
+    })
+
+    const result = await ended(started.id)
+    expect(result).toMatchObject({ status: 'COMPLETED', progress: { done: 20, total: 20 } })
+    expect(result.summary).toMatchObject({ passRate: 1, meanScores: [{ scorer: 'exact', mean: 1 }] })
+    const rows = await itemsOf(started.id)
+    expect(rows.map((r) => r.item.variables)).toEqual(words(20).map((w) => w.variables))
+    const runs = rows.flatMap((r) => r.runs.map((u) => u.run!))
+    expect(new Set(runs.map((r) => r.promptVersion))).toEqual(new Set([1]))
+    expect(runs.map((r) => r.output)).toEqual(words(20).map((w) => w.expected))
+    expect(new Set(runs.map((r) => r.sessionId)).size).toBe(20)
+    for (const run of runs) expect(run).toMatchObject({ status: 'COMPLETED', origin: 'EXPERIMENT', tags: [`experiment:${started.id}`] })
+    expect(rows.map((r) => r.runs[0]!.scores)).toEqual(rows.map(() => [{ scorer: 'exact', value: 1, pass: true }]))
+  })
+
+  it('never has more model calls in flight than its concurrency', async () => {
+    await dataset('slow-words', words(8))
+    t.model.maxInFlight = 0
+    const started = await start({
+      name: 'two at a time',
+      datasetId: 'slow-words',
+      promptRef: { id: 'echo-word', version: 1 },
+      profileId: 'fake-slow',
+      scorers: exact,
+      concurrency: 2,
+      repetitions: 2,
+    })
+    expect(await ended(started.id)).toMatchObject({ status: 'COMPLETED', progress: { done: 16, total: 16 } })
+    expect(t.model.maxInFlight).toBe(2)
+  })
+
+  it('is FAILED when a budget refuses a run, with the runs before it kept and scored', async () => {
+    const budgeted = await startTestServer({
+      provider,
+      app: { budgets: [{ tenantId: 'local', metric: 'runs', limit: 3, windowMs: 3_600_000 }] },
+    })
+    try {
+      const messages = [{ role: 'USER' as const, content: '{{word}}' }]
+      await budgeted.request(UpsertPromptDocument, { input: { id: 'echo-word', messages, defaultProfileId: 'fake-echo' } })
+      await budgeted.request(CreateDatasetDocument, { input: { id: 'budgeted' } })
+      await budgeted.request(AddDatasetItemsDocument, { input: { datasetId: 'budgeted', items: words(5) } })
+      const started = (
+        await budgeted.request(StartExperimentDocument, {
+          input: { name: 'over budget', datasetId: 'budgeted', promptRef: { id: 'echo-word', version: 1 }, scorers: exact, concurrency: 1 },
+        })
+      ).data!.startExperiment
+      if (started.__typename !== 'ExperimentPayload') throw new Error(JSON.stringify(started))
+      const read = async () =>
+        (await budgeted.request(ExperimentResultDocument, { id: started.experiment.id, first: 10 })).data!.experiment!
+      await expect.poll(async () => (await read()).status, { timeout: 30_000, interval: 50 }).toBe('FAILED')
+      const result = await read()
+      expect(result.errorMessage).toContain('budget')
+      const statuses = result.items.edges.map((e) => e.node.runs[0]!.status)
+      expect(statuses).toEqual(['DONE', 'DONE', 'DONE', 'FAILED', 'PENDING'])
+      expect(result.summary.passRate).toBe(1)
+    } finally {
+      await budgeted.stop({ dropDatabase: true })
+    }
+  })
+
+  it('stops starting runs once cancelled', async () => {
+    await dataset('cancelled', words(30))
+    const started = await start({
+      name: 'cancel me',
+      datasetId: 'cancelled',
+      promptRef: { id: 'echo-word', version: 1 },
+      scorers: exact,
+      concurrency: 1,
+    })
+    const cancelled = (await t.request(CancelExperimentDocument, { id: started.id })).data!.cancelExperiment
+    expect(cancelled).toMatchObject({ experiment: { status: 'CANCELLED' } })
+    const result = await ended(started.id)
+    expect(result.status).toBe('CANCELLED')
+    expect(result.progress.done).toBeLessThan(30)
+  })
+
+  it('refuses what it cannot run with a typed error, and starts nothing', async () => {
+    const missing = (
+      await t.request(StartExperimentDocument, {
+        input: { name: 'x', datasetId: 'no-such', promptRef: { id: 'echo-word' }, scorers: exact },
+      })
+    ).data!.startExperiment
+    expect(missing.__typename).toBe('NotFoundError')
+    await dataset('refusals', words(1))
+    const noPattern = (
+      await t.request(StartExperimentDocument, {
+        input: { name: 'x', datasetId: 'refusals', promptRef: { id: 'echo-word' }, scorers: [{ name: 're', kind: 'REGEX' }] },
+      })
+    ).data!.startExperiment
+    expect(noPattern).toMatchObject({ __typename: 'InvalidRequestError' })
+    expect(JSON.stringify(noPattern)).toContain('REGEX needs a pattern')
+  })
+})
