@@ -1,5 +1,6 @@
 import type { DatasetItem } from '../domain/datasets.js'
 import { InvalidRequestError, NotFoundError } from '../domain/errors.js'
+import { itemResult } from '../domain/experiment-comparison.js'
 import type { ExperimentSummary } from '../domain/experiment-summary.js'
 import type { Experiment, ExperimentStatus, ExperimentUnit, Score, Scorer, ScorerKind } from '../domain/experiments.js'
 import { builder } from './builder.js'
@@ -76,6 +77,15 @@ const ExperimentItemRef = builder.objectRef<{ item: DatasetItem; runs: Experimen
   fields: (t) => ({
     item: t.field({ type: DatasetItemRef, description: 'The item.', resolve: (i) => i.item }),
     runs: t.field({ type: [UnitRef], description: 'Its repetitions, in order.', resolve: (i) => i.runs }),
+    meanScore: t.float({
+      nullable: true,
+      description: "The mean over its scored repetitions of each one's mean score; null before any was scored.",
+      resolve: (i) => itemResult(i.runs.map((u) => ({ ...u, output: null }))).meanScore,
+    }),
+    spread: t.float({
+      description: "The repetitions' standard deviation around meanScore (0 for one repetition).",
+      resolve: (i) => itemResult(i.runs.map((u) => ({ ...u, output: null }))).spread,
+    }),
   }),
 })
 const ExperimentItemConnection = builder.connectionObject({ type: ExperimentItemRef, name: 'ExperimentItemConnection' })

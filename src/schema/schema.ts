@@ -20,5 +20,6 @@ import './webhook.js'
 import './api-key.js'
 import './dataset.js'
 import './experiment.js'
+import './experiment-comparison.js'
 
 export const schema = builder.toSchema({ sortSchema: true })

@@ -4,6 +4,7 @@ import { type Principal, recordedKeyId } from '../domain/access.js'
 import type { DatasetItem } from '../domain/datasets.js'
 import { idSchema, parseInput } from '../domain/definitions.js'
 import { BudgetExceededError, InvalidRequestError, NotFoundError, PromptlineError } from '../domain/errors.js'
+import { compare, type ExperimentComparison, itemResult } from '../domain/experiment-comparison.js'
 import { type ExperimentSummary, summarize } from '../domain/experiment-summary.js'
 import { type Experiment, type ExperimentUnit, scoreOutput, scorerSchema } from '../domain/experiments.js'
 import type { Logger } from '../domain/logger.js'
@@ -168,12 +169,32 @@ export class ExperimentService {
   }
 
   async summary(tenantId: string, experiment: Experiment): Promise<ExperimentSummary> {
+    return (await this.results(tenantId, experiment)).summary
+  }
+
+  /** Two experiments' items side by side: what improved, what regressed, beyond each item's spread. */
+  async compare(tenantId: string, baseId: string, candidateId: string): Promise<ExperimentComparison> {
+    const [base, candidate] = await Promise.all(
+      [baseId, candidateId].map(async (id) => {
+        const experiment = await this.get(tenantId, id)
+        if (!experiment) throw new NotFoundError('experiment', id)
+        return this.results(tenantId, experiment)
+      }),
+    )
+    return compare(base!, candidate!)
+  }
+
+  /** The summary, and each item's result over its repetitions. */
+  private async results(tenantId: string, experiment: Experiment) {
     const units = await this.allUnits(tenantId, experiment.id)
     const runs = await Promise.all(units.map((u) => (u.runId ? this.runs.run(tenantId, u.runId) : Promise.resolve(null))))
-    return summarize(
+    const summary = summarize(
       experiment.scorers,
       units.map((u, i) => ({ scores: u.scores, run: runs[i] ? runFacts(runs[i]!) : null })),
     )
+    const byItem = new Map<string, (ExperimentUnit & { output: string | null })[]>()
+    for (const [i, u] of units.entries()) byItem.set(u.itemId, [...(byItem.get(u.itemId) ?? []), { ...u, output: runs[i]?.output ?? null }])
+    return { summary, items: new Map([...byItem].map(([itemId, of]) => [itemId, itemResult(of)])) }
   }
 
   /** Runs the units, `concurrency` at a time, until all ran or the experiment ended otherwise. */
