@@ -102,7 +102,10 @@ export class ExperimentService {
     const { promptRef } = asked
     // a dry run of the first item: the prompt version its label names now, the profile, a rendering that works
     const prepared = await this.runs.prepare(tenantId, {
-      promptRef: { id: promptRef.id, ...(promptRef.version ? { version: promptRef.version } : { label: promptRef.label ?? 'production' }) },
+      // neither a version nor a label: the prompt's production label where it has one, else its newest version
+      ...(promptRef.version || promptRef.label
+        ? { promptRef: { id: promptRef.id, ...(promptRef.version ? { version: promptRef.version } : { label: promptRef.label }) } }
+        : { promptId: promptRef.id }),
       profileId: asked.profileId ?? null,
       variables: items[0]!.variables,
       input: items[0]!.input,
