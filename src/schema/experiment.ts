@@ -246,6 +246,26 @@ builder.mutationFields((t) => ({
     },
     resolve: async (_root, { input }, ctx) => ({ experiment: await ctx.services.experiments.begin(ctx, input) }),
   }),
+  scoreExperiment: t.field({
+    type: ExperimentPayload,
+    description:
+      "Scores an ended experiment's runs again with more scorers (one of the same name replaces the earlier), from the outputs they recorded: no model is called.",
+    errors: { types: [InvalidRequestError, NotFoundError] },
+    args: {
+      input: t.arg({
+        type: builder.inputType('ScoreExperimentInput', {
+          description: 'The experiment and the scorers to add.',
+          fields: (f) => ({
+            experimentId: f.id({ required: true, description: 'The experiment (ended).' }),
+            scorers: f.field({ type: [ScorerInput], required: true, description: 'From 1 to 16 scorers.' }),
+          }),
+        }),
+        required: true,
+        description: 'What to score again, and with what.',
+      }),
+    },
+    resolve: async (_root, { input }, ctx) => ({ experiment: await ctx.services.experiments.rescore(ctx.tenantId, input) }),
+  }),
   cancelExperiment: t.field({
     type: ExperimentPayload,
     description: 'Cancels an experiment that has not ended: no run starts after, and the runs under way are aborted.',

@@ -15,6 +15,17 @@ import type { DatasetService } from './dataset-service.js'
 import type { RunService } from './run-service.js'
 import type { SessionService } from './session-service.js'
 
+const scorersSchema = z
+  .array(scorerSchema)
+  .max(16)
+  .superRefine((scorers, ctx) => {
+    const names = scorers.map((s) => s.name)
+    const twice = names.find((name, i) => names.indexOf(name) !== i)
+    if (twice) ctx.addIssue({ code: 'custom', message: `names scorer '${twice}' twice` })
+  })
+
+const rescoreSchema = z.strictObject({ experimentId: idSchema, scorers: scorersSchema.min(1) })
+
 const startSchema = z.strictObject({
   name: z.string().min(1).max(256),
   datasetId: idSchema,
@@ -23,14 +34,7 @@ const startSchema = z.strictObject({
   profileId: idSchema.nullish(),
   repetitions: z.number().int().min(1).max(10).nullish(),
   concurrency: z.number().int().min(1).max(32).nullish(),
-  scorers: z
-    .array(scorerSchema)
-    .max(16)
-    .superRefine((scorers, ctx) => {
-      const names = scorers.map((s) => s.name)
-      const twice = names.find((name, i) => names.indexOf(name) !== i)
-      if (twice) ctx.addIssue({ code: 'custom', message: `names scorer '${twice}' twice` })
-    }),
+  scorers: scorersSchema,
   idempotencyKey: z.string().min(1).max(256).nullish(),
 })
 
@@ -155,6 +159,33 @@ export class ExperimentService {
       }
     }
     return (await this.store.experiments.find(tenantId, id))!
+  }
+
+  /**
+   * Scores an ended experiment's runs again with `scorers` added (one of the same name replaces
+   * the earlier), from the outputs its runs recorded: no model is called.
+   */
+  async rescore(tenantId: string, input: unknown): Promise<Experiment> {
+    const { experimentId, scorers } = parseInput(rescoreSchema, input, 'input')
+    const experiment = await this.store.experiments.find(tenantId, experimentId)
+    if (!experiment) throw new NotFoundError('experiment', experimentId)
+    if (experiment.status === 'QUEUED' || experiment.status === 'RUNNING') {
+      throw InvalidRequestError.at(
+        'input.experimentId',
+        `experiment '${experimentId}' is ${experiment.status}: score it again once it ended`,
+      )
+    }
+    const merged = [...experiment.scorers.filter((s) => !scorers.some((n) => n.name === s.name)), ...scorers]
+    const units = (await this.allUnits(tenantId, experimentId)).filter((u) => u.status === 'DONE' && u.runId)
+    const items = await this.datasets.itemsById(tenantId, experiment.datasetId, [...new Set(units.map((u) => u.itemId))])
+    for (const unit of units) {
+      const run = await this.runs.run(tenantId, unit.runId!)
+      const expected = items.find((i) => i.id === unit.itemId)?.expected ?? null
+      const scores = merged.map((s) => scoreOutput(s, run?.output ?? '', expected))
+      await this.store.experiments.updateUnit(tenantId, experimentId, unit.unit, { scores })
+    }
+    await this.store.experiments.setScorers(tenantId, experimentId, merged)
+    return (await this.store.experiments.find(tenantId, experimentId))!
   }
 
   get(tenantId: string, id: string): Promise<Experiment | null> {

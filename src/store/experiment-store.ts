@@ -112,6 +112,11 @@ export class ExperimentStore {
     return count === 1
   }
 
+  /** Replaces the experiment's scorers (its units are scored again apart). */
+  async setScorers(tenantId: string, id: string, scorers: Scorer[]): Promise<void> {
+    await driverChecked(this.db.experiment.update({ where: { tenantId_id: { tenantId, id } }, data: { scorers: jsonValue(scorers) } }))
+  }
+
   /** Marks running experiments alive. */
   async heartbeat(keys: { tenantId: string; id: string }[]): Promise<void> {
     const now = new Date()

@@ -5,6 +5,7 @@ import {
   CreateDatasetDocument,
   ExperimentResultDocument,
   type ExperimentResultQuery,
+  ScoreExperimentDocument,
   StartExperimentDocument,
   type StartExperimentInput,
   UpsertProfileDocument,
@@ -157,6 +158,32 @@ describe.each(providers)('experiments (%s)', (provider) => {
     const result = await ended(started.id)
     expect(result.status).toBe('CANCELLED')
     expect(result.progress.done).toBeLessThan(30)
+  })
+
+  it('scores an ended experiment again with another scorer, from the recorded outputs, without a model call', async () => {
+    await dataset('rescored', words(4))
+    const started = await start({ name: 'rescore', datasetId: 'rescored', promptRef: { id: 'echo-word', version: 1 }, scorers: exact })
+    await ended(started.id)
+    const calls = t.model.requests.length
+    const odd = { name: 'odd', kind: 'REGEX' as const, pattern: '[13]$' }
+    const rescored = (await t.request(ScoreExperimentDocument, { input: { experimentId: started.id, scorers: [odd] } })).data!
+      .scoreExperiment
+    expect(rescored).toMatchObject({
+      experiment: {
+        scorers: [
+          { name: 'exact', kind: 'EXACT' },
+          { name: 'odd', kind: 'REGEX' },
+        ],
+        summary: {
+          passRate: 0.5,
+          meanScores: [
+            { scorer: 'exact', mean: 1 },
+            { scorer: 'odd', mean: 0.5 },
+          ],
+        },
+      },
+    })
+    expect(t.model.requests.length).toBe(calls)
   })
 
   it('refuses what it cannot run with a typed error, and starts nothing', async () => {
