@@ -1,10 +1,11 @@
 import { z } from 'zod'
+import { idSchema } from './definitions.js'
 import { boundedJsonObject } from './json-bounds.js'
 import { compileOutputSchema } from './output-schema.js'
 
 export type ExperimentStatus = 'QUEUED' | 'RUNNING' | 'COMPLETED' | 'FAILED' | 'CANCELLED'
 
-export type ScorerKind = 'EXACT' | 'CONTAINS' | 'REGEX' | 'JSON_SCHEMA' | 'JSON_PATH_EQUALS'
+export type ScorerKind = 'EXACT' | 'CONTAINS' | 'REGEX' | 'JSON_SCHEMA' | 'JSON_PATH_EQUALS' | 'LLM_JUDGE'
 
 /** A check of a run's output: against the item's `expected`, a pattern, a schema or a path. */
 export interface Scorer {
@@ -14,6 +15,28 @@ export interface Scorer {
   pattern: string | null
   schema: Record<string, unknown> | null
   path: string | null
+  /** LLM_JUDGE: the judge prompt (its version frozen when the experiment starts), its profile, and the pass mark. */
+  judge: JudgeSpec | null
+}
+
+/** A judge prompt, rendered with `input`, `output` and `expected`, answering `{ score, reason }`. */
+interface JudgeSpec {
+  promptId: string
+  promptVersion: number | null
+  promptLabel: string | null
+  profileId: string | null
+  /** A score at or above it passes. */
+  threshold: number
+}
+
+/** What a judge is asked to answer: its run's output contract. */
+export const JUDGE_CONTRACT = {
+  kind: 'JSON_SCHEMA' as const,
+  schema: {
+    type: 'object',
+    required: ['score', 'reason'],
+    properties: { score: { type: 'number', minimum: 0, maximum: 1 }, reason: { type: 'string' } },
+  },
 }
 
 /** What a scorer made of one output: a value in [0, 1] and whether it passed. */
@@ -22,6 +45,8 @@ export interface Score {
   value: number
   pass: boolean
   reason: string | null
+  /** LLM_JUDGE: the judge's run (its own record: its cost is the experiment's judgeCostUsd). */
+  judgeRunId?: string | null
 }
 
 /** An experiment as it is recorded: what it froze when it started, and how it is going. */
@@ -60,10 +85,15 @@ const NAME = /^[A-Za-z0-9_.-]{1,64}$/
 export const scorerSchema = z
   .strictObject({
     name: z.string().regex(NAME, 'must be 1-64 characters of A-Z a-z 0-9 _ . -'),
-    kind: z.enum(['EXACT', 'CONTAINS', 'REGEX', 'JSON_SCHEMA', 'JSON_PATH_EQUALS']),
+    kind: z.enum(['EXACT', 'CONTAINS', 'REGEX', 'JSON_SCHEMA', 'JSON_PATH_EQUALS', 'LLM_JUDGE']),
     pattern: z.string().min(1).max(1024).nullish(),
     schema: boundedJsonObject().nullish(),
     path: z.string().min(1).max(256).nullish(),
+    promptRef: z
+      .strictObject({ id: idSchema, version: z.number().int().min(1).nullish(), label: z.string().min(1).max(64).nullish() })
+      .nullish(),
+    profileId: idSchema.nullish(),
+    threshold: z.number().min(0).max(1).nullish(),
   })
   .superRefine((s, ctx) => {
     if (s.kind === 'REGEX') {
@@ -75,8 +105,26 @@ export const scorerSchema = z
       if (problem) ctx.addIssue({ code: 'custom', message: `schema: ${problem}` })
     }
     if (s.kind === 'JSON_PATH_EQUALS' && !s.path) ctx.addIssue({ code: 'custom', message: 'JSON_PATH_EQUALS needs a path' })
+    if (s.kind === 'LLM_JUDGE' && !s.promptRef) ctx.addIssue({ code: 'custom', message: 'LLM_JUDGE needs a promptRef' })
   })
-  .transform((s): Scorer => ({ name: s.name, kind: s.kind, pattern: s.pattern ?? null, schema: s.schema ?? null, path: s.path ?? null }))
+  .transform(
+    (s): Scorer => ({
+      name: s.name,
+      kind: s.kind,
+      pattern: s.pattern ?? null,
+      schema: s.schema ?? null,
+      path: s.path ?? null,
+      judge: s.promptRef
+        ? {
+            promptId: s.promptRef.id,
+            promptVersion: s.promptRef.version ?? null,
+            promptLabel: s.promptRef.label ?? null,
+            profileId: s.profileId ?? null,
+            threshold: s.threshold ?? 0.5,
+          }
+        : null,
+    }),
+  )
 
 function regexProblem(pattern: string): string | null {
   try {
@@ -126,6 +174,20 @@ const verdict = (scorer: Scorer, pass: boolean, reason: string | null = null): S
   reason,
 })
 
+/** A judge's parsed answer as a score; its run's id goes with it. */
+export function judgeScore(scorer: Scorer, answer: unknown, judgeRunId: string | null): Score {
+  const { score, reason } = (answer ?? {}) as { score?: unknown; reason?: unknown }
+  if (typeof score !== 'number') return { scorer: scorer.name, value: 0, pass: false, reason: 'the judge gave no score', judgeRunId }
+  const value = Math.min(1, Math.max(0, score))
+  return {
+    scorer: scorer.name,
+    value,
+    pass: value >= scorer.judge!.threshold,
+    reason: typeof reason === 'string' ? reason : null,
+    judgeRunId,
+  }
+}
+
 /**
  * One output scored: EXACT and CONTAINS compare with `expected` as text (a string as it is,
  * other JSON as JSON text); REGEX tests the pattern; JSON_SCHEMA parses the output and validates
@@ -147,6 +209,8 @@ export function scoreOutput(scorer: Scorer, output: string, expected: unknown): 
       const pass = validate!(parsed.value) as boolean
       return verdict(scorer, pass, pass ? null : (validate!.errors ?? []).map((e) => `${e.instancePath || '/'} ${e.message}`).join('; '))
     }
+    case 'LLM_JUDGE':
+      throw new Error('an LLM judge is scored by its run, not here')
     case 'JSON_PATH_EQUALS': {
       const parsed = parsedJson(output)
       if (!parsed) return verdict(scorer, false, 'the output is not JSON')

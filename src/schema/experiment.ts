@@ -28,6 +28,8 @@ const ScorerKindEnum = builder.enumType('ScorerKind', {
     REGEX: 'The output matches `pattern`.',
     JSON_SCHEMA: 'The output is JSON valid against `schema`.',
     JSON_PATH_EQUALS: "The output's JSON value at `path` (`$.a.b[0]`) equals the expected's at the same path.",
+    LLM_JUDGE:
+      'A judge prompt (`promptRef`, run on `profileId`) rendered with `input`, `output` and `expected` answers `{ score, reason }`; it passes at `threshold` or above. Its run is its own record.',
   }),
 })
 
@@ -39,6 +41,13 @@ const ScorerRef = builder.objectRef<Scorer>('Scorer').implement({
     pattern: t.exposeString('pattern', { nullable: true, description: 'REGEX: the pattern.' }),
     schema: t.field({ type: 'JSON', nullable: true, description: 'JSON_SCHEMA: the schema.', resolve: (s) => s.schema }),
     path: t.exposeString('path', { nullable: true, description: 'JSON_PATH_EQUALS: the path.' }),
+    judgePromptId: t.string({ nullable: true, description: 'LLM_JUDGE: the judge prompt.', resolve: (s) => s.judge?.promptId ?? null }),
+    judgePromptVersion: t.int({
+      nullable: true,
+      description: 'LLM_JUDGE: its version, frozen at the start.',
+      resolve: (s) => s.judge?.promptVersion ?? null,
+    }),
+    threshold: t.float({ nullable: true, description: 'LLM_JUDGE: the score that passes.', resolve: (s) => s.judge?.threshold ?? null }),
   }),
 })
 
@@ -48,7 +57,13 @@ const ScoreRef = builder.objectRef<Score>('Score').implement({
     scorer: t.exposeString('scorer', { description: 'The scorer.' }),
     value: t.exposeFloat('value', { description: 'From 0 to 1.' }),
     pass: t.exposeBoolean('pass', { description: 'Whether it passed.' }),
-    reason: t.exposeString('reason', { nullable: true, description: 'Why it failed, where the scorer says.' }),
+    reason: t.exposeString('reason', { nullable: true, description: 'Why it failed, where the scorer says (a judge gives its reason).' }),
+    judgeRun: t.field({
+      type: RunRef,
+      nullable: true,
+      description: "LLM_JUDGE: the judge's run, its own record.",
+      resolve: (s, _args, ctx) => (s.judgeRunId ? ctx.services.runs.run(ctx.tenantId, s.judgeRunId) : null),
+    }),
   }),
 })
 
@@ -110,7 +125,14 @@ const SummaryRef = builder.objectRef<ExperimentSummary>('ExperimentSummary').imp
       description: "Each scorer's mean.",
       resolve: (s) => s.meanScores,
     }),
-    costUsd: t.exposeFloat('costUsd', { nullable: true, description: 'What the runs cost in USD; null when a model used has no price.' }),
+    costUsd: t.exposeFloat('costUsd', {
+      nullable: true,
+      description: "What the task's runs cost in USD; null when a model used has no price.",
+    }),
+    judgeCostUsd: t.exposeFloat('judgeCostUsd', {
+      nullable: true,
+      description: "What the LLM judges' runs cost in USD, apart from costUsd (0 without judges); null when one has no price.",
+    }),
     latencyP50Ms: t.exposeFloat('latencyP50Ms', { nullable: true, description: "The runs' median time from start to end." }),
     latencyP95Ms: t.exposeFloat('latencyP95Ms', { nullable: true, description: "The runs' 95th percentile time from start to end." }),
     inputTokens: t.int({ description: 'Input tokens of all runs.', resolve: (s) => s.tokens.input }),
@@ -195,6 +217,20 @@ const ScorerInput = builder.inputType('ScorerInput', {
     pattern: t.string({ description: 'REGEX: the pattern (JavaScript syntax).' }),
     schema: t.field({ type: 'JSON', description: 'JSON_SCHEMA: the JSON Schema.' }),
     path: t.string({ description: 'JSON_PATH_EQUALS: the path, as $.a.b[0].' }),
+    promptRef: t.field({
+      type: builder.inputType('JudgePromptRefInput', {
+        description:
+          'The judge prompt, at a version or a label (resolved when the experiment starts; default its production label, else its newest version).',
+        fields: (f) => ({
+          id: f.id({ required: true, description: 'The prompt.' }),
+          version: f.int({ description: 'A version.' }),
+          label: f.string({ description: 'A label.' }),
+        }),
+      }),
+      description: 'LLM_JUDGE: the judge prompt.',
+    }),
+    profileId: t.id({ description: "LLM_JUDGE: the judge's profile (default the judge prompt's)." }),
+    threshold: t.float({ description: 'LLM_JUDGE: the score that passes, 0 to 1 (default 0.5).' }),
   }),
 })
 
@@ -264,7 +300,7 @@ builder.mutationFields((t) => ({
         description: 'What to score again, and with what.',
       }),
     },
-    resolve: async (_root, { input }, ctx) => ({ experiment: await ctx.services.experiments.rescore(ctx.tenantId, input) }),
+    resolve: async (_root, { input }, ctx) => ({ experiment: await ctx.services.experiments.rescore(ctx, input) }),
   }),
   cancelExperiment: t.field({
     type: ExperimentPayload,

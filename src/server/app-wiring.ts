@@ -35,6 +35,7 @@ import { ApiKeyService } from '../services/api-key-service.js'
 import { BudgetGuard } from '../services/budget-guard.js'
 import { CatalogService } from '../services/catalog-service.js'
 import { DatasetService } from '../services/dataset-service.js'
+import { ExperimentScoring } from '../services/experiment-judge.js'
 import { ExperimentService } from '../services/experiment-service.js'
 import { FileService } from '../services/file-service.js'
 import { KeyLimiter } from '../services/key-limits.js'
@@ -187,7 +188,15 @@ export function wireServices(options: AppOptions, runPath: RunPath, grounds: Gro
     replays: new ReplayService(store, sessions, runs),
     keys: new ApiKeyService(store.apiKeys, keys, budgets),
     datasets,
-    experiments: new ExperimentService(store, runs, sessions, datasets, logger, durabilityTimes(options.durability)),
+    experiments: new ExperimentService(
+      store,
+      runs,
+      sessions,
+      datasets,
+      new ExperimentScoring(runs, sessions),
+      logger,
+      durabilityTimes(options.durability),
+    ),
   }
   const uploads = new FileService(store, { ...DEFAULT_FILE_LIMITS, ...options.files })
   const openai = {

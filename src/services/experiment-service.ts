@@ -6,12 +6,13 @@ import { idSchema, parseInput } from '../domain/definitions.js'
 import { BudgetExceededError, InvalidRequestError, NotFoundError, PromptlineError } from '../domain/errors.js'
 import { compare, type ExperimentComparison, itemResult } from '../domain/experiment-comparison.js'
 import { type ExperimentSummary, summarize } from '../domain/experiment-summary.js'
-import { type Experiment, type ExperimentUnit, scoreOutput, scorerSchema } from '../domain/experiments.js'
+import { type Experiment, type ExperimentUnit, scorerSchema } from '../domain/experiments.js'
 import type { Logger } from '../domain/logger.js'
 import type { RunRecord } from '../domain/records.js'
 import { UniqueViolation } from '../store/errors.js'
 import type { Store } from '../store/store.js'
 import type { DatasetService } from './dataset-service.js'
+import type { ExperimentScoring } from './experiment-judge.js'
 import type { RunService } from './run-service.js'
 import type { SessionService } from './session-service.js'
 
@@ -59,6 +60,7 @@ export class ExperimentService {
     private readonly runs: RunService,
     private readonly sessions: SessionService,
     private readonly datasets: DatasetService,
+    private readonly scoring: ExperimentScoring,
     private readonly logger: Logger,
     /** How often this instance marks its experiments alive, and how old a mark means nobody runs it (the runs' own times). */
     private readonly times: { heartbeatMs: number; staleMs: number },
@@ -126,7 +128,7 @@ export class ExperimentService {
       profileId: prepared.candidates[0]!.profile.id,
       repetitions,
       concurrency: asked.concurrency ?? 4,
-      scorers: asked.scorers,
+      scorers: await this.scoring.frozen(tenantId, asked.scorers),
       keyId: recordedKeyId(principal),
       idempotencyKey: asked.idempotencyKey ?? null,
     }
@@ -165,8 +167,10 @@ export class ExperimentService {
    * Scores an ended experiment's runs again with `scorers` added (one of the same name replaces
    * the earlier), from the outputs its runs recorded: no model is called.
    */
-  async rescore(tenantId: string, input: unknown): Promise<Experiment> {
-    const { experimentId, scorers } = parseInput(rescoreSchema, input, 'input')
+  async rescore(principal: Principal, input: unknown): Promise<Experiment> {
+    const { tenantId } = principal
+    const { experimentId, scorers: asked } = parseInput(rescoreSchema, input, 'input')
+    const scorers = await this.scoring.frozen(tenantId, asked)
     const experiment = await this.store.experiments.find(tenantId, experimentId)
     if (!experiment) throw new NotFoundError('experiment', experimentId)
     if (experiment.status === 'QUEUED' || experiment.status === 'RUNNING') {
@@ -178,10 +182,10 @@ export class ExperimentService {
     const merged = [...experiment.scorers.filter((s) => !scorers.some((n) => n.name === s.name)), ...scorers]
     const units = (await this.allUnits(tenantId, experimentId)).filter((u) => u.status === 'DONE' && u.runId)
     const items = await this.datasets.itemsById(tenantId, experiment.datasetId, [...new Set(units.map((u) => u.itemId))])
+    const rescoring = { ...experiment, scorers: merged }
     for (const unit of units) {
       const run = await this.runs.run(tenantId, unit.runId!)
-      const expected = items.find((i) => i.id === unit.itemId)?.expected ?? null
-      const scores = merged.map((s) => scoreOutput(s, run?.output ?? '', expected))
+      const scores = await this.scoring.score(principal, rescoring, items.find((i) => i.id === unit.itemId)!, run?.output ?? '')
       await this.store.experiments.updateUnit(tenantId, experimentId, unit.unit, { scores })
     }
     await this.store.experiments.setScorers(tenantId, experimentId, merged)
@@ -222,9 +226,15 @@ export class ExperimentService {
   private async results(tenantId: string, experiment: Experiment) {
     const units = await this.allUnits(tenantId, experiment.id)
     const runs = await Promise.all(units.map((u) => (u.runId ? this.runs.run(tenantId, u.runId) : Promise.resolve(null))))
+    const judged = (u: ExperimentUnit) => (u.scores ?? []).flatMap((s) => (s.judgeRunId ? [s.judgeRunId] : []))
+    const judges = await Promise.all(units.map((u) => Promise.all(judged(u).map((id) => this.runs.run(tenantId, id)))))
     const summary = summarize(
       experiment.scorers,
-      units.map((u, i) => ({ scores: u.scores, run: runs[i] ? runFacts(runs[i]!) : null })),
+      units.map((u, i) => ({
+        scores: u.scores,
+        run: runs[i] ? runFacts(runs[i]!) : null,
+        judgeCosts: judges[i]!.map((j) => j?.costUsd ?? null),
+      })),
     )
     const byItem = new Map<string, (ExperimentUnit & { output: string | null })[]>()
     for (const [i, u] of units.entries()) byItem.set(u.itemId, [...(byItem.get(u.itemId) ?? []), { ...u, output: runs[i]?.output ?? null }])
@@ -271,7 +281,7 @@ export class ExperimentService {
       const { entry, run } = await this.runs.runPrompt(principal, request, 'ENQUEUE', RUN_WAIT_MS, 'EXPERIMENT')
       const ran = run ?? (entry.runId ? await this.runs.run(tenantId, entry.runId) : null)
       if (ran) await this.store.experiments.updateUnit(tenantId, experiment.id, unit.unit, { runId: ran.id })
-      const scores = ran?.status === 'COMPLETED' ? experiment.scorers.map((s) => scoreOutput(s, ran.output ?? '', item.expected)) : null
+      const scores = ran?.status === 'COMPLETED' ? await this.scoring.score(principal, experiment, item, ran.output ?? '') : null
       await this.store.experiments.updateUnit(tenantId, experiment.id, unit.unit, { status: scores ? 'DONE' : 'FAILED', scores })
       return null
     } catch (error) {

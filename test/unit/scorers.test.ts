@@ -41,7 +41,7 @@ describe('scorers', () => {
 })
 
 describe('an experiment summary', () => {
-  it("gives the pass rate over scored units, each scorer's mean, the total cost and the latency percentiles", () => {
+  it("gives the pass rate over scored units, each scorer's mean, the task's cost apart from the judges' and the latency percentiles", () => {
     const scorers = [scorer({ name: 'a', kind: 'EXACT' }), scorer({ name: 'b', kind: 'CONTAINS' })]
     const usage = { inputTokens: 10, outputTokens: 2, cacheReadTokens: 1, cacheWriteTokens: 0, reasoningTokens: 0 }
     const unit = (a: number, b: number, latencyMs: number) => ({
@@ -50,8 +50,9 @@ describe('an experiment summary', () => {
         { scorer: 'b', value: b, pass: b === 1, reason: null },
       ],
       run: { costUsd: 0.5, latencyMs, usage },
+      judgeCosts: [0.25],
     })
-    const summary = summarize(scorers, [unit(1, 1, 100), unit(1, 0, 300), unit(0, 1, 200), { scores: null, run: null }])
+    const summary = summarize(scorers, [unit(1, 1, 100), unit(1, 0, 300), unit(0, 1, 200), { scores: null, run: null, judgeCosts: [] }])
     expect(summary).toEqual({
       passRate: 1 / 3,
       meanScores: [
@@ -59,6 +60,7 @@ describe('an experiment summary', () => {
         { scorer: 'b', mean: 2 / 3 },
       ],
       costUsd: 1.5,
+      judgeCostUsd: 0.75,
       latencyP50Ms: 200,
       latencyP95Ms: 300,
       tokens: { input: 30, output: 6, cacheRead: 3 },
