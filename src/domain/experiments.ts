@@ -69,6 +69,14 @@ export interface Experiment {
   finishedAt: string | null
 }
 
+/** How far an experiment is, as its subscribers hear it. */
+export interface ExperimentProgress {
+  experimentId: string
+  status: ExperimentStatus
+  done: number
+  total: number
+}
+
 /** One item × repetition: its run once admitted, its scores once the run ended. */
 export interface ExperimentUnit {
   unit: number

@@ -5,6 +5,7 @@ import { createPubSub, type PubSub, type PubSubEvent, type PubSubEventTarget } f
 import type { Redis } from 'ioredis'
 import type { CatalogEvent } from '../domain/catalog.js'
 import type { SessionEvent } from '../domain/events.js'
+import type { ExperimentProgress } from '../domain/experiments.js'
 import type { Logger } from '../domain/logger.js'
 import { KeyCounters } from './key-counters.js'
 import { RunSlots } from './run-slots.js'
@@ -19,6 +20,8 @@ type DeploymentTopics = {
   slotsFreed: [keyId: string, holder: string]
   /** Changes to a tenant's catalog (new prompt versions, label moves), by tenant. */
   catalogEvents: [tenantId: string, event: CatalogEvent]
+  /** How an experiment is going, by `tenantId/experimentId`. */
+  experimentProgress: [experimentKey: string, progress: ExperimentProgress]
   /** Calls to a session's owner and their answers, by the instance they are for. */
   calls: [instanceId: string, message: unknown]
 }

@@ -2,7 +2,7 @@ import type { DatasetItem } from '../domain/datasets.js'
 import { InvalidRequestError, NotFoundError } from '../domain/errors.js'
 import { itemResult } from '../domain/experiment-comparison.js'
 import type { ExperimentSummary } from '../domain/experiment-summary.js'
-import type { Experiment, ExperimentStatus, ExperimentUnit, Score, Scorer, ScorerKind } from '../domain/experiments.js'
+import type { Experiment, ExperimentProgress, ExperimentStatus, ExperimentUnit, Score, Scorer, ScorerKind } from '../domain/experiments.js'
 import { builder } from './builder.js'
 import { DatasetItemRef } from './dataset.js'
 import { describedValues } from './described.js'
@@ -198,6 +198,26 @@ const ExperimentRef = builder.objectRef<Experiment>('Experiment').implement({
     }),
   }),
 })
+
+const ProgressEventRef = builder.objectRef<ExperimentProgress>('ExperimentProgressEvent').implement({
+  description: 'Where an experiment is: sent when it starts, as each run ends (scored or failed), and when it ends.',
+  fields: (t) => ({
+    experimentId: t.exposeID('experimentId', { description: 'The experiment.' }),
+    status: t.field({ type: ExperimentStatusEnum, description: 'Its status.', resolve: (p) => p.status }),
+    done: t.exposeInt('done', { description: 'Units whose run ended.' }),
+    total: t.exposeInt('total', { description: 'Items × repetitions.' }),
+  }),
+})
+
+builder.subscriptionField('experimentProgress', (t) =>
+  t.field({
+    type: ProgressEventRef,
+    description: 'An experiment as it is now, then each change from any instance, until it ends (the last event has its end status).',
+    args: { id: t.arg.id({ required: true, description: 'The experiment.' }) },
+    subscribe: (_root, { id }, ctx) => ctx.services.experiments.watch(ctx.tenantId, String(id)),
+    resolve: (progress: ExperimentProgress) => progress,
+  }),
+)
 
 builder.queryField('experiment', (t) =>
   t.field({

@@ -17,6 +17,7 @@ import { DEFAULT_RETRY_DELAYS_MS, WebhookSigners } from '../domain/webhooks.js'
 import { CatalogEvents } from '../events/catalog-events.js'
 import type { DeploymentLink } from '../events/deployment-pubsub.js'
 import { DEFAULT_EVENT_BUS_OPTIONS, SessionEventBus } from '../events/event-bus.js'
+import { ExperimentProgressEvents } from '../events/experiment-progress.js'
 import { DEFAULT_WEBHOOK_TIMES, WebhookDispatcher } from '../events/webhook-dispatcher.js'
 import { AnthropicModelClient } from '../providers/anthropic-client.js'
 import { FakeModelClient } from '../providers/fake-client.js'
@@ -194,6 +195,7 @@ export function wireServices(options: AppOptions, runPath: RunPath, grounds: Gro
       sessions,
       datasets,
       new ExperimentScoring(runs, sessions),
+      new ExperimentProgressEvents(link.fanout),
       logger,
       durabilityTimes(options.durability),
     ),

@@ -6,9 +6,10 @@ import { idSchema, parseInput } from '../domain/definitions.js'
 import { BudgetExceededError, InvalidRequestError, NotFoundError, PromptlineError } from '../domain/errors.js'
 import { compare, type ExperimentComparison, itemResult } from '../domain/experiment-comparison.js'
 import { type ExperimentSummary, summarize } from '../domain/experiment-summary.js'
-import { type Experiment, type ExperimentUnit, scorerSchema } from '../domain/experiments.js'
+import { type Experiment, type ExperimentProgress, type ExperimentUnit, scorerSchema } from '../domain/experiments.js'
 import type { Logger } from '../domain/logger.js'
 import type { RunRecord } from '../domain/records.js'
+import type { ExperimentProgressEvents } from '../events/experiment-progress.js'
 import { UniqueViolation } from '../store/errors.js'
 import type { Store } from '../store/store.js'
 import type { DatasetService } from './dataset-service.js'
@@ -61,6 +62,7 @@ export class ExperimentService {
     private readonly sessions: SessionService,
     private readonly datasets: DatasetService,
     private readonly scoring: ExperimentScoring,
+    private readonly updates: ExperimentProgressEvents,
     private readonly logger: Logger,
     /** How often this instance marks its experiments alive, and how old a mark means nobody runs it (the runs' own times). */
     private readonly times: { heartbeatMs: number; staleMs: number },
@@ -155,6 +157,7 @@ export class ExperimentService {
     const experiment = await this.store.experiments.find(tenantId, parseInput(idSchema, id, 'id'))
     if (!experiment) throw new NotFoundError('experiment', id)
     if (await this.store.experiments.move(tenantId, id, 'CANCELLED')) {
+      await this.announce(tenantId, id)
       for (const unit of await this.allUnits(tenantId, id)) {
         if (unit.runId && unit.status === 'PENDING')
           await this.runs.abortRun(tenantId, unit.runId, 'the experiment was cancelled').catch(() => {})
@@ -204,6 +207,31 @@ export class ExperimentService {
   async progress(tenantId: string, id: string): Promise<{ done: number; total: number }> {
     const units = await this.allUnits(tenantId, id)
     return { done: units.filter((u) => u.status !== 'PENDING').length, total: units.length }
+  }
+
+  /** The experiment's progress as it is, then each change from any instance, until it ended. */
+  async *watch(tenantId: string, id: string): AsyncGenerator<ExperimentProgress> {
+    if (!(await this.get(tenantId, id))) throw new NotFoundError('experiment', id)
+    const updates = this.updates.subscribe(tenantId, id, () => this.progressNow(tenantId, id))
+    try {
+      for await (const update of updates) {
+        yield update
+        if (update.status !== 'QUEUED' && update.status !== 'RUNNING') return
+      }
+    } finally {
+      await updates.return?.()
+    }
+  }
+
+  private async progressNow(tenantId: string, id: string): Promise<ExperimentProgress | null> {
+    const experiment = await this.store.experiments.find(tenantId, id)
+    return experiment && { experimentId: id, status: experiment.status, ...(await this.progress(tenantId, id)) }
+  }
+
+  /** Tells the experiment's subscribers, on every instance, where it is now. */
+  private async announce(tenantId: string, id: string): Promise<void> {
+    const now = await this.progressNow(tenantId, id)
+    if (now) this.updates.publish(tenantId, now)
   }
 
   async summary(tenantId: string, experiment: Experiment): Promise<ExperimentSummary> {
@@ -257,6 +285,7 @@ export class ExperimentService {
       await Promise.all(Array.from({ length: experiment.concurrency }, worker))
       if (failure) await this.store.experiments.move(tenantId, id, 'FAILED', failure)
       else await this.store.experiments.move(tenantId, id, 'COMPLETED')
+      await this.announce(tenantId, id)
     } catch (error) {
       this.logger.error('an experiment stopped unexpectedly', { experimentId: id, error: (error as Error).message })
       await this.store.experiments.move(tenantId, id, 'FAILED', 'it stopped unexpectedly; its runs so far are kept').catch(() => {})
@@ -283,6 +312,7 @@ export class ExperimentService {
       if (ran) await this.store.experiments.updateUnit(tenantId, experiment.id, unit.unit, { runId: ran.id })
       const scores = ran?.status === 'COMPLETED' ? await this.scoring.score(principal, experiment, item, ran.output ?? '') : null
       await this.store.experiments.updateUnit(tenantId, experiment.id, unit.unit, { status: scores ? 'DONE' : 'FAILED', scores })
+      await this.announce(tenantId, experiment.id)
       return null
     } catch (error) {
       await this.store.experiments.updateUnit(tenantId, experiment.id, unit.unit, { status: 'FAILED' })

@@ -4,7 +4,7 @@ import {
   AddDatasetItemsDocument,
   CompareExperimentsDocument,
   CreateDatasetDocument,
-  ExperimentResultDocument,
+  ExperimentProgressDocument,
   StartExperimentDocument,
   type StartExperimentInput,
   UpsertPromptDocument,
@@ -34,18 +34,14 @@ describe.each(providers)('comparing experiments (%s)', (provider) => {
     await anthropic?.close()
   })
 
-  /** Starts an experiment and waits for its end (read until then: an experiment has no event stream yet). */
+  /** Starts an experiment and waits for its end, as its progress subscription tells. */
   async function run(input: StartExperimentInput): Promise<string> {
     const started = (await t.request(StartExperimentDocument, { input })).data!.startExperiment
     if (started.__typename !== 'ExperimentPayload') throw new Error(JSON.stringify(started))
-    const id = started.experiment.id
-    await expect
-      .poll(async () => (await t.request(ExperimentResultDocument, { id, first: 0 })).data!.experiment!.status, {
-        timeout: 30_000,
-        interval: 50,
-      })
-      .toBe('COMPLETED')
-    return id
+    const progress = t.subscribe(ExperimentProgressDocument, { id: started.experiment.id })
+    await progress.done(30_000)
+    expect(progress.results.at(-1)!.data!.experimentProgress.status).toBe('COMPLETED')
+    return started.experiment.id
   }
 
   it('counts the items a new prompt version improved and regressed', async () => {

@@ -3,6 +3,7 @@ import {
   AddDatasetItemsDocument,
   CreateDatasetDocument,
   ExperimentJudgedDocument,
+  ExperimentProgressDocument,
   StartExperimentDocument,
   UpsertPromptDocument,
 } from '../generated/graphql.js'
@@ -43,9 +44,9 @@ describe.each(providers)('an LLM judge (%s)', (provider) => {
       await t.request(StartExperimentDocument, { input: { name: 'judged', datasetId: 'judged', promptRef: { id: 'echo-word' }, scorers } })
     ).data!.startExperiment
     if (started.__typename !== 'ExperimentPayload') throw new Error(JSON.stringify(started))
-    const read = async () => (await t.request(ExperimentJudgedDocument, { id: started.experiment.id })).data!.experiment!
-    await expect.poll(async () => (await read()).status, { timeout: 30_000, interval: 50 }).toBe('COMPLETED')
-    const result = await read()
+    await t.subscribe(ExperimentProgressDocument, { id: started.experiment.id }).done(30_000)
+    const result = (await t.request(ExperimentJudgedDocument, { id: started.experiment.id })).data!.experiment!
+    expect(result.status).toBe('COMPLETED')
     const units = result.items.edges.flatMap((e) => e.node.runs)
     expect(units.map((u) => u.scores![0]).map((s) => [s!.value, s!.pass, s!.reason])).toEqual([
       [0.75, true, 'one against one'],

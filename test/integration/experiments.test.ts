@@ -3,6 +3,7 @@ import {
   AddDatasetItemsDocument,
   CancelExperimentDocument,
   CreateDatasetDocument,
+  ExperimentProgressDocument,
   ExperimentResultDocument,
   type ExperimentResultQuery,
   ScoreExperimentDocument,
@@ -44,19 +45,13 @@ describe.each(providers)('experiments (%s)', (provider) => {
     if (started.__typename !== 'ExperimentPayload') throw new Error(JSON.stringify(started))
     return started.experiment
   }
-  /** The experiment once it ended (an experiment has no event stream yet: its record is read until then). */
-  async function ended(id: string): Promise<Result> {
-    let result: Result | null = null
-    await expect
-      .poll(
-        async () => {
-          result = (await t.request(ExperimentResultDocument, { id, first: 0 })).data!.experiment
-          return result?.status
-        },
-        { timeout: 30_000, interval: 50 },
-      )
-      .toMatch(/COMPLETED|FAILED|CANCELLED/)
-    return result!
+  /** The experiment once it ended, as its progress subscription tells; and every progress event it sent. */
+  async function ended(id: string): Promise<Result & { told: { status: string; done: number; total: number }[] }> {
+    const progress = t.subscribe(ExperimentProgressDocument, { id })
+    await progress.done(30_000)
+    const told = progress.results.map((r) => r.data!.experimentProgress)
+    const result = (await t.request(ExperimentResultDocument, { id, first: 0 })).data!.experiment!
+    return { ...result, told }
   }
   async function itemsOf(id: string): Promise<ItemRow[]> {
     const rows: ItemRow[] = []
@@ -88,6 +83,10 @@ describe.each(providers)('experiments (%s)', (provider) => {
 
     const result = await ended(started.id)
     expect(result).toMatchObject({ status: 'COMPLETED', progress: { done: 20, total: 20 } })
+    // the subscription told each run's end as it came, and the end last
+    const done = result.told.map((p) => p.done)
+    expect(done).toEqual([...done].sort((a, b) => a - b))
+    expect(result.told.at(-1)).toMatchObject({ status: 'COMPLETED', done: 20, total: 20 })
     expect(result.summary).toMatchObject({ passRate: 1, meanScores: [{ scorer: 'exact', mean: 1 }] })
     const rows = await itemsOf(started.id)
     expect(rows.map((r) => r.item.variables)).toEqual(words(20).map((w) => w.variables))
@@ -131,10 +130,9 @@ describe.each(providers)('experiments (%s)', (provider) => {
         })
       ).data!.startExperiment
       if (started.__typename !== 'ExperimentPayload') throw new Error(JSON.stringify(started))
-      const read = async () =>
-        (await budgeted.request(ExperimentResultDocument, { id: started.experiment.id, first: 10 })).data!.experiment!
-      await expect.poll(async () => (await read()).status, { timeout: 30_000, interval: 50 }).toBe('FAILED')
-      const result = await read()
+      await budgeted.subscribe(ExperimentProgressDocument, { id: started.experiment.id }).done(30_000)
+      const result = (await budgeted.request(ExperimentResultDocument, { id: started.experiment.id, first: 10 })).data!.experiment!
+      expect(result.status).toBe('FAILED')
       expect(result.errorMessage).toContain('budget')
       const statuses = result.items.edges.map((e) => e.node.runs[0]!.status)
       expect(statuses).toEqual(['DONE', 'DONE', 'DONE', 'FAILED', 'PENDING'])
