@@ -69,6 +69,15 @@ export interface Experiment {
   finishedAt: string | null
 }
 
+/** A person's score of a run (scoreRun), by name. */
+export interface HumanScore {
+  name: string
+  value: number
+  comment: string | null
+  keyId: string | null
+  createdAt: string
+}
+
 /** How far an experiment is, as its subscribers hear it. */
 export interface ExperimentProgress {
   experimentId: string

@@ -20,6 +20,7 @@ import './webhook.js'
 import './api-key.js'
 import './dataset.js'
 import './experiment.js'
+import './scorer.js'
 import './experiment-comparison.js'
 
 export const schema = builder.toSchema({ sortSchema: true })

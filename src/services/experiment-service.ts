@@ -6,7 +6,7 @@ import { idSchema, parseInput } from '../domain/definitions.js'
 import { BudgetExceededError, InvalidRequestError, NotFoundError, PromptlineError } from '../domain/errors.js'
 import { compare, type ExperimentComparison, itemResult } from '../domain/experiment-comparison.js'
 import { type ExperimentSummary, summarize } from '../domain/experiment-summary.js'
-import { type Experiment, type ExperimentProgress, type ExperimentUnit, scorerSchema } from '../domain/experiments.js'
+import { type Experiment, type ExperimentProgress, type ExperimentUnit, type HumanScore, scorerSchema } from '../domain/experiments.js'
 import type { Logger } from '../domain/logger.js'
 import type { RunRecord } from '../domain/records.js'
 import type { ExperimentProgressEvents } from '../events/experiment-progress.js'
@@ -25,6 +25,13 @@ const scorersSchema = z
     const twice = names.find((name, i) => names.indexOf(name) !== i)
     if (twice) ctx.addIssue({ code: 'custom', message: `names scorer '${twice}' twice` })
   })
+
+const humanScoreSchema = z.strictObject({
+  runId: z.string().min(1).max(128),
+  name: z.string().regex(/^[A-Za-z0-9_.-]{1,64}$/, 'must be 1-64 characters of A-Z a-z 0-9 _ . -'),
+  value: z.number().min(0).max(1),
+  comment: z.string().max(4096).nullish(),
+})
 
 const rescoreSchema = z.strictObject({ experimentId: idSchema, scorers: scorersSchema.min(1) })
 
@@ -193,6 +200,24 @@ export class ExperimentService {
     }
     await this.store.experiments.setScorers(tenantId, experimentId, merged)
     return (await this.store.experiments.find(tenantId, experimentId))!
+  }
+
+  /** Keeps a person's score of a run (a later one of the same name replaces it); answers the run. */
+  async scoreRun(principal: Principal, input: unknown): Promise<RunRecord> {
+    const { runId, name, value, comment } = parseInput(humanScoreSchema, input, 'input')
+    const run = await this.runs.run(principal.tenantId, runId)
+    if (!run) throw new NotFoundError('run', runId)
+    await this.store.experiments.scoreRun(principal.tenantId, runId, {
+      name,
+      value,
+      comment: comment ?? null,
+      keyId: recordedKeyId(principal),
+    })
+    return run
+  }
+
+  humanScores(tenantId: string, runId: string): Promise<HumanScore[]> {
+    return this.store.experiments.runScores(tenantId, runId)
   }
 
   get(tenantId: string, id: string): Promise<Experiment | null> {

@@ -1,5 +1,5 @@
 import type { Prisma } from '@db/client'
-import type { Experiment, ExperimentStatus, ExperimentUnit, Score, Scorer } from '../domain/experiments.js'
+import type { Experiment, ExperimentStatus, ExperimentUnit, HumanScore, Score, Scorer } from '../domain/experiments.js'
 import { experimentMovesTo } from '../domain/lifecycles.js'
 import type { Db } from './database.js'
 import { driverChecked, uniqueChecked } from './errors.js'
@@ -115,6 +115,23 @@ export class ExperimentStore {
   /** Replaces the experiment's scorers (its units are scored again apart). */
   async setScorers(tenantId: string, id: string, scorers: Scorer[]): Promise<void> {
     await driverChecked(this.db.experiment.update({ where: { tenantId_id: { tenantId, id } }, data: { scorers: jsonValue(scorers) } }))
+  }
+
+  /** Keeps a person's score of a run; one of the same name replaces it. */
+  async scoreRun(tenantId: string, runId: string, score: Omit<HumanScore, 'createdAt'>): Promise<void> {
+    const { name, value, comment, keyId } = score
+    await driverChecked(
+      this.db.runScore.upsert({
+        where: { tenantId_runId_name: { tenantId, runId, name } },
+        create: { tenantId, runId, name, value, comment, keyId },
+        update: { value, comment, keyId, createdAt: new Date() },
+      }),
+    )
+  }
+
+  async runScores(tenantId: string, runId: string): Promise<HumanScore[]> {
+    const rows = await this.db.runScore.findMany({ where: { tenantId, runId }, orderBy: { name: 'asc' } })
+    return rows.map(({ name, value, comment, keyId, createdAt }) => ({ name, value, comment, keyId, createdAt: createdAt.toISOString() }))
   }
 
   /** Marks running experiments alive. */

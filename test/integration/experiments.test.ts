@@ -7,6 +7,7 @@ import {
   ExperimentResultDocument,
   type ExperimentResultQuery,
   ScoreExperimentDocument,
+  ScoreRunDocument,
   StartExperimentDocument,
   type StartExperimentInput,
   UpsertProfileDocument,
@@ -182,6 +183,28 @@ describe.each(providers)('experiments (%s)', (provider) => {
       },
     })
     expect(t.model.requests.length).toBe(calls)
+  })
+
+  it("keeps a person's score of a run by name, the latest of a name standing, and refuses one out of range", async () => {
+    await dataset('human', words(1))
+    const started = await start({ name: 'human', datasetId: 'human', promptRef: { id: 'echo-word', version: 1 }, scorers: exact })
+    await ended(started.id)
+    const runId = (await itemsOf(started.id))[0]!.runs[0]!.run!.id
+    const score = async (input: { runId: string; name: string; value: number; comment?: string }) =>
+      (await t.request(ScoreRunDocument, { input })).data!.scoreRun
+    await score({ runId, name: 'helpful', value: 0.5 })
+    await score({ runId, name: 'tone', value: 1, comment: 'kind' })
+    const rescored = await score({ runId, name: 'helpful', value: 0.75, comment: 'on second look' })
+    expect(rescored).toMatchObject({
+      run: {
+        humanScores: [
+          { name: 'helpful', value: 0.75, comment: 'on second look', keyId: null },
+          { name: 'tone', value: 1, comment: 'kind' },
+        ],
+      },
+    })
+    expect(await score({ runId, name: 'helpful', value: 1.5 })).toMatchObject({ __typename: 'InvalidRequestError' })
+    expect(await score({ runId: 'no-such-run', name: 'helpful', value: 1 })).toMatchObject({ __typename: 'NotFoundError' })
   })
 
   it('refuses what it cannot run with a typed error, and starts nothing', async () => {
