@@ -95,8 +95,8 @@ const VersionPayload = builder.objectRef<{ datasetId: string; version: DatasetVe
   }),
 })
 
-builder.mutationFields((t) => ({
-  createDataset: t.field({
+builder.mutationField('createDataset', (t) =>
+  t.field({
     type: DatasetPayload,
     description: 'Creates an empty dataset; an id already taken is INVALID_REQUEST.',
     errors: { types: [InvalidRequestError] },
@@ -115,7 +115,10 @@ builder.mutationFields((t) => ({
     },
     resolve: async (_root, { input }, ctx) => ({ dataset: await ctx.services.datasets.create(ctx.tenantId, input) }),
   }),
-  addDatasetItems: t.field({
+)
+
+builder.mutationField('addDatasetItems', (t) =>
+  t.field({
     type: VersionPayload,
     description: 'Adds items as a new version (the earlier versions keep theirs); answers once it is written.',
     errors: { types: [InvalidRequestError, NotFoundError] },
@@ -137,7 +140,10 @@ builder.mutationFields((t) => ({
       version: await ctx.services.datasets.addItems(ctx.tenantId, input),
     }),
   }),
-  removeDatasetItems: t.field({
+)
+
+builder.mutationField('removeDatasetItems', (t) =>
+  t.field({
     type: VersionPayload,
     description: 'Removes items as a new version (the earlier versions keep them); every item named must be in the newest version.',
     errors: { types: [InvalidRequestError, NotFoundError] },
@@ -159,7 +165,10 @@ builder.mutationFields((t) => ({
       version: await ctx.services.datasets.removeItems(ctx.tenantId, { ...input, itemIds: input.itemIds.map(String) }),
     }),
   }),
-  addRunToDataset: t.field({
+)
+
+builder.mutationField('addRunToDataset', (t) =>
+  t.field({
     type: VersionPayload,
     description: "Adds a past run's variables and input as an item (a new version), with the answer it should have given.",
     errors: { types: [InvalidRequestError, NotFoundError] },
@@ -182,4 +191,4 @@ builder.mutationFields((t) => ({
       version: await ctx.services.datasets.addRun(ctx.tenantId, input),
     }),
   }),
-}))
+)

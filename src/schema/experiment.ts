@@ -188,8 +188,8 @@ const ExperimentPayload = builder.objectRef<{ experiment: Experiment }>('Experim
   fields: (t) => ({ experiment: t.field({ type: ExperimentRef, description: 'The experiment.', resolve: (p) => p.experiment }) }),
 })
 
-builder.mutationFields((t) => ({
-  startExperiment: t.field({
+builder.mutationField('startExperiment', (t) =>
+  t.field({
     type: ExperimentPayload,
     description:
       "Starts an experiment: the prompt version (a label is resolved now) and the dataset version are frozen, the first item is prepared as a dry run, and the runs start, `concurrency` at once, under the key's limits and budgets. The same idempotencyKey again answers the same experiment.",
@@ -231,7 +231,10 @@ builder.mutationFields((t) => ({
     },
     resolve: async (_root, { input }, ctx) => ({ experiment: await ctx.services.experiments.begin(ctx, input) }),
   }),
-  scoreExperiment: t.field({
+)
+
+builder.mutationField('scoreExperiment', (t) =>
+  t.field({
     type: ExperimentPayload,
     description:
       "Scores an ended experiment's runs again with more scorers (one of the same name replaces the earlier), from the outputs they recorded: no model is called.",
@@ -251,11 +254,14 @@ builder.mutationFields((t) => ({
     },
     resolve: async (_root, { input }, ctx) => ({ experiment: await ctx.services.experiments.rescore(ctx, input) }),
   }),
-  cancelExperiment: t.field({
+)
+
+builder.mutationField('cancelExperiment', (t) =>
+  t.field({
     type: ExperimentPayload,
     description: 'Cancels an experiment that has not ended: no run starts after, and the runs under way are aborted.',
     errors: { types: [NotFoundError] },
     args: { id: t.arg.id({ required: true, description: 'The experiment.' }) },
     resolve: async (_root, { id }, ctx) => ({ experiment: await ctx.services.experiments.cancel(ctx.tenantId, String(id)) }),
   }),
-}))
+)
