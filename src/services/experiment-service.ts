@@ -7,6 +7,7 @@ import { BudgetExceededError, InvalidRequestError, NotFoundError, PromptlineErro
 import { compare, type ExperimentComparison, itemResult } from '../domain/experiment-comparison.js'
 import { type ExperimentSummary, summarize } from '../domain/experiment-summary.js'
 import { type Experiment, type ExperimentProgress, type ExperimentUnit, type HumanScore, scorerSchema } from '../domain/experiments.js'
+import { isTerminalRun } from '../domain/lifecycles.js'
 import type { Logger } from '../domain/logger.js'
 import type { RunRecord } from '../domain/records.js'
 import type { ExperimentProgressEvents } from '../events/experiment-progress.js'
@@ -165,9 +166,10 @@ export class ExperimentService {
     if (!experiment) throw new NotFoundError('experiment', id)
     if (await this.store.experiments.move(tenantId, id, 'CANCELLED')) {
       await this.announce(tenantId, id)
-      for (const unit of await this.allUnits(tenantId, id)) {
-        if (unit.runId && unit.status === 'PENDING')
-          await this.runs.abortRun(tenantId, unit.runId, 'the experiment was cancelled').catch(() => {})
+      // its runs under way, by its tag: a unit learns its run's id only once the run ended
+      const tagged = await this.runs.runs(tenantId, { tag: `experiment:${id}` }, null, experiment.concurrency * 4)
+      for (const run of tagged.filter((r) => !isTerminalRun(r.status))) {
+        await this.runs.abortRun(tenantId, run.id, 'the experiment was cancelled').catch(() => {})
       }
     }
     return (await this.store.experiments.find(tenantId, id))!

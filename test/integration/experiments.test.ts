@@ -143,20 +143,26 @@ describe.each(providers)('experiments (%s)', (provider) => {
     }
   })
 
-  it('stops starting runs once cancelled', async () => {
+  it('stops starting runs once cancelled, and aborts those under way', async () => {
     await dataset('cancelled', words(30))
+    // answers that take seconds: the first runs are under way when the cancel comes
+    const stalling = { id: 'fake-stalling', backendId: 'fake', model: 'echo', settings: { extra: { tokenDelayMs: 5_000 } } }
+    await t.request(UpsertProfileDocument, { input: stalling })
     const started = await start({
       name: 'cancel me',
       datasetId: 'cancelled',
       promptRef: { id: 'echo-word', version: 1 },
+      profileId: 'fake-stalling',
       scorers: exact,
-      concurrency: 1,
+      concurrency: 2,
     })
+    await expect.poll(() => t.model.inFlight, { timeout: 10_000 }).toBe(2)
     const cancelled = (await t.request(CancelExperimentDocument, { id: started.id })).data!.cancelExperiment
     expect(cancelled).toMatchObject({ experiment: { status: 'CANCELLED' } })
     const result = await ended(started.id)
     expect(result.status).toBe('CANCELLED')
-    expect(result.progress.done).toBeLessThan(30)
+    const runs = (await itemsOf(started.id)).flatMap((row) => row.runs.flatMap((u) => (u.run ? [u.run] : [])))
+    expect(runs.map((r) => r.status)).toEqual(['ABORTED', 'ABORTED'])
   })
 
   it('scores an ended experiment again with another scorer, from the recorded outputs, without a model call', async () => {
