@@ -23,12 +23,25 @@ export function usePolled<T>(load: () => Promise<T>, intervalMs: number, deps: u
   return state
 }
 
-/** The location hash as a route: `#/sessions/<id>`, `#/sessions/<id>/runs/<runId>`, or `#/keys`. */
-export function useRoute(): { sessionId: string | null; runId: string | null; keys: boolean } {
-  const read = () => {
-    const [, page, sessionId, , runId] = location.hash.split('/').map(decodeURIComponent)
-    if (page === 'keys') return { sessionId: null, runId: null, keys: true }
-    return { sessionId: sessionId || null, runId: runId || null, keys: false }
+/** Which page the location hash names. */
+export interface Route {
+  sessionId: string | null
+  runId: string | null
+  keys: boolean
+  /** `#/experiments`, `#/experiments/<id>`, or `#/experiments/compare/<baseId>/<candidateId>`. */
+  experiments: { id: string | null; compare: [string, string] | null } | null
+}
+
+/** The location hash as a route: `#/sessions/<id>`, `#/sessions/<id>/runs/<runId>`, `#/keys`, or an experiments page. */
+export function useRoute(): Route {
+  const read = (): Route => {
+    const [, page, a, b, c] = location.hash.split('/').map(decodeURIComponent)
+    const none = { sessionId: null, runId: null, keys: false, experiments: null }
+    if (page === 'keys') return { ...none, keys: true }
+    if (page === 'experiments') {
+      return { ...none, experiments: a === 'compare' && b && c ? { id: null, compare: [b, c] } : { id: a || null, compare: null } }
+    }
+    return { ...none, sessionId: a || null, runId: c || null }
   }
   const [route, setRoute] = useState(read)
   useEffect(() => {

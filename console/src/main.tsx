@@ -1,8 +1,10 @@
+import type { PromptlineClient } from 'promptline/client'
 import { render } from 'preact'
 import { useMemo, useState } from 'preact/hooks'
 import { connect, needsKey, storedKey, storeKey } from './api.js'
 import { Backends } from './backends.js'
-import { usePolled, useRoute } from './hooks.js'
+import { ExperimentComparison, ExperimentDetail, Experiments } from './experiments.js'
+import { type Route, usePolled, useRoute } from './hooks.js'
 import { Keys } from './keys.js'
 import { PromptDiff } from './prompt-diff.js'
 import { RunDetail } from './run-detail.js'
@@ -49,6 +51,13 @@ function ReadinessBanner() {
   )
 }
 
+/** The experiments list, one experiment, or a comparison of two. */
+function ExperimentsPage({ client, page }: { client: PromptlineClient; page: NonNullable<Route['experiments']> }) {
+  if (page.compare) return <ExperimentComparison client={client} baseId={page.compare[0]} candidateId={page.compare[1]} />
+  if (page.id) return <ExperimentDetail client={client} id={page.id} />
+  return <Experiments client={client} />
+}
+
 function App() {
   const [apiKey, setApiKey] = useState(storedKey)
   const [unauthenticated, setUnauthenticated] = useState(false)
@@ -69,7 +78,7 @@ function App() {
           promptline <span>console</span>
         </h1>
         <div class="pages">
-          <a href="#/">Sessions</a> <a href="#/keys">Keys</a>
+          <a href="#/">Sessions</a> <a href="#/keys">Keys</a> <a href="#/experiments">Experiments</a>
         </div>
         {apiKey && (
           <button type="button" onClick={() => useKey('')}>
@@ -84,6 +93,8 @@ function App() {
         <section class="center">
           {route.keys ? (
             <Keys client={client} />
+          ) : route.experiments ? (
+            <ExperimentsPage client={client} page={route.experiments} />
           ) : route.sessionId ? (
             <SessionView key={route.sessionId} client={client} sessionId={route.sessionId} onRunChanged={() => setRunsChanged((n) => n + 1)} />
           ) : (

@@ -2,7 +2,7 @@ import type { PromptlineClient } from 'promptline/client'
 import type { ComponentChildren } from 'preact'
 import { useState } from 'preact/hooks'
 import { describeError } from './api.js'
-import { ConsoleRunDocument } from './generated/graphql.js'
+import { ConsoleAddRunToDatasetDocument, ConsoleRunDocument } from './generated/graphql.js'
 import { usePolled } from './hooks.js'
 import { ToolCalls } from './tool-calls.js'
 
@@ -16,6 +16,28 @@ const time = (iso: string | null) => (iso ? new Date(iso).toLocaleTimeString() :
 const json = (value: unknown) => <pre>{JSON.stringify(value, null, 2)}</pre>
 
 /** Everything recorded of one run; read again when a run ends. */
+/** Keeps the run's variables and input as an item of a dataset, with the answer it should give (its output by default). */
+function AddToDataset({ client, runId, output }: { client: PromptlineClient; runId: string; output: string | null }) {
+  const [said, setSaid] = useState<string | null>(null)
+  const add = async (event: SubmitEvent) => {
+    event.preventDefault()
+    const form = new FormData(event.currentTarget as HTMLFormElement)
+    const input = { datasetId: String(form.get('datasetId')), runId, expected: String(form.get('expected')) }
+    const added = (await client.query(ConsoleAddRunToDatasetDocument, { input }).catch((error: unknown) => ({ error }))) as Record<string, unknown>
+    const payload = added.addRunToDataset as { __typename: string; version?: { version: number }; message?: string } | undefined
+    if (payload?.version) setSaid(`added: version ${payload.version.version}`)
+    else setSaid(payload?.message ?? describeError(added.error))
+  }
+  return (
+    <form aria-label="Add to dataset" onSubmit={add}>
+      <input name="datasetId" placeholder="dataset id" required />
+      <input name="expected" placeholder="expected answer" defaultValue={output ?? ''} />
+      <button type="submit">Add to dataset</button>
+      {said && <span data-testid="added">{said}</span>}
+    </form>
+  )
+}
+
 export function RunDetail({ client, runId, refresh }: { client: PromptlineClient; runId: string; refresh: number }) {
   // read again after a result is submitted here, as well as when a run ends
   const [submitted, setSubmitted] = useState(0)
@@ -56,6 +78,7 @@ export function RunDetail({ client, runId, refresh }: { client: PromptlineClient
       <ToolCalls client={client} run={run} onSubmitted={() => setSubmitted((n) => n + 1)} />
       <h3>Output</h3>
       <pre class="output">{run.output}</pre>
+      <AddToDataset client={client} runId={run.id} output={run.output} />
       {run.parsedOutput != null && json(run.parsedOutput)}
       <h3>Settings</h3>
       {json(run.settings)}

@@ -173,6 +173,21 @@ builder.subscriptionField('experimentProgress', (t) =>
   }),
 )
 
+const ExperimentConnection = builder.connectionObject({ type: ExperimentRef, name: 'ExperimentConnection' })
+
+builder.queryField('experiments', (t) =>
+  t.field({
+    type: ExperimentConnection,
+    description: 'Your experiments, newest first. Forward paging only.',
+    args: pageArgs(t.arg),
+    resolve: async (_root, args, ctx) => {
+      const { first, after } = forwardPage(args, 'experiment', 2)
+      const rows = await ctx.services.experiments.list(ctx.tenantId, after && { createdAt: after[0]!, id: after[1]! }, first + 1)
+      return toConnection(rows, first, after !== null, (e) => encodeCursor('experiment', e.createdAt, e.id))
+    },
+  }),
+)
+
 builder.queryField('experiment', (t) =>
   t.field({
     type: ExperimentRef,

@@ -222,6 +222,10 @@ export class ExperimentService {
     return this.store.experiments.runScores(tenantId, runId)
   }
 
+  list(tenantId: string, after: { createdAt: string; id: string } | null, take: number): Promise<Experiment[]> {
+    return this.store.experiments.list(tenantId, after, take)
+  }
+
   get(tenantId: string, id: string): Promise<Experiment | null> {
     return this.store.experiments.find(tenantId, parseInput(idSchema, id, 'id'))
   }

@@ -68,6 +68,17 @@ export class ExperimentStore {
     return this.db.experiment.findUnique({ where: { tenantId_id: { tenantId, id } } }).then((row) => row && toExperiment(row))
   }
 
+  /** The tenant's experiments, newest first, after (createdAt, id). */
+  async list(tenantId: string, after: { createdAt: string; id: string } | null, take: number): Promise<Experiment[]> {
+    const at = after && new Date(after.createdAt)
+    const rows = await this.db.experiment.findMany({
+      where: { tenantId, ...(at && { OR: [{ createdAt: { lt: at } }, { createdAt: at, id: { lt: after.id } }] }) },
+      orderBy: [{ createdAt: 'desc' }, { id: 'desc' }],
+      take,
+    })
+    return rows.map(toExperiment)
+  }
+
   findByKey(tenantId: string, idempotencyKey: string): Promise<Experiment | null> {
     return this.db.experiment
       .findUnique({ where: { tenantId_idempotencyKey: { tenantId, idempotencyKey } } })

@@ -9,10 +9,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { PROJECT_ROOT } from '../../src/config.js'
 import { McpToolServer } from '../fixtures/mcp-tool-server.js'
 import {
+  AddDatasetItemsDocument,
+  CreateDatasetDocument,
   CreateSessionDocument,
   EnqueuePromptDocument,
+  ExperimentProgressDocument,
+  ExperimentResultDocument,
   RunDocument,
   SetPromptLabelDocument,
+  StartExperimentDocument,
   UpsertPromptDocument,
 } from '../generated/graphql.js'
 import { haveChromium, type LoopbackBrowser, launchLoopbackBrowser, NO_CHROMIUM } from '../helpers/browser.js'
@@ -151,6 +156,62 @@ describe.skipIf(!haveChromium)(`the console in headless Chromium${haveChromium ?
       .poll(() => page.getByTestId('run-detail').textContent(), { timeout: 15_000 })
       .toContain('MCP cities; declined by local: not from the console')
     expect(mcp.calls).toEqual([])
+    expect(browser.external).toEqual([])
+  })
+
+  it('lists experiments live, compares two with a per-item chart and bars, and adds a run to a dataset from its page', async () => {
+    const prompt = (content: string) => ({ id: 'pick', messages: [{ role: 'USER' as const, content }], defaultProfileId: 'fake-echo' })
+    await server.request(UpsertPromptDocument, { input: prompt('{{word}}') })
+    await server.request(UpsertPromptDocument, { input: prompt('{{alt}}') })
+    const items = [
+      { variables: { word: 'same', alt: 'same' }, expected: 'same' },
+      { variables: { word: 'right', alt: 'wrong' }, expected: 'right' },
+      { variables: { word: 'wrong', alt: 'fixed' }, expected: 'fixed' },
+      { variables: { word: 'good', alt: 'bad' }, expected: 'good' },
+    ]
+    await server.request(CreateDatasetDocument, { input: { id: 'picks' } })
+    await server.request(AddDatasetItemsDocument, { input: { datasetId: 'picks', items } })
+    const ids: string[] = []
+    for (const version of [1, 2]) {
+      const input = {
+        name: `pick v${version}`,
+        datasetId: 'picks',
+        promptRef: { id: 'pick', version },
+        scorers: [{ name: 'exact', kind: 'EXACT' as const }],
+      }
+      const started = (await server.request(StartExperimentDocument, { input })).data!.startExperiment
+      if (started.__typename !== 'ExperimentPayload') throw new Error(JSON.stringify(started))
+      await server.subscribe(ExperimentProgressDocument, { id: started.experiment.id }).done(15_000)
+      ids.push(started.experiment.id)
+    }
+
+    const page = await browser.context.newPage()
+    await page.goto(`${server.http.url}/console#/experiments`)
+    const list = page.getByTestId('experiments')
+    await expect.poll(() => list.textContent(), { timeout: 15_000 }).toContain('pick v2')
+    expect(await list.textContent()).toContain('4/4')
+    await page.getByRole('checkbox', { name: 'compare pick v1' }).check()
+    await page.getByRole('checkbox', { name: 'compare pick v2' }).check()
+    await page.getByTestId('compare-link').click()
+    const comparison = page.getByTestId('comparison')
+    await expect
+      .poll(() => comparison.getByTestId('counts').textContent(), { timeout: 15_000 })
+      .toBe('1 improved, 2 regressed, 1 unchanged')
+    expect(await comparison.locator('[data-testid=item-chart] circle.regressed').count()).toBe(2)
+    expect(await comparison.locator('[data-testid=item-chart] circle.improved').count()).toBe(1)
+    expect(await comparison.getByRole('img', { name: /^pass rate: base 0.75, candidate 0.50$/ }).count()).toBe(1)
+    mkdirSync(ARTIFACTS, { recursive: true })
+    await page.screenshot({ path: path.join(ARTIFACTS, 'experiments-comparison.png'), fullPage: true })
+
+    // a run of the experiment, kept as an item of another dataset from its page
+    await server.request(CreateDatasetDocument, { input: { id: 'kept' } })
+    const run = (await server.request(ExperimentResultDocument, { id: ids[0]!, first: 1 })).data!.experiment!.items.edges[0]!.node.runs[0]!
+      .run!
+    await page.goto(`${server.http.url}/console#/sessions/${run.sessionId}/runs/${run.id}`)
+    const form = page.getByRole('form', { name: 'Add to dataset' })
+    await form.locator('input[name=datasetId]').fill('kept')
+    await form.getByRole('button', { name: 'Add to dataset' }).click()
+    await expect.poll(() => form.getByTestId('added').textContent(), { timeout: 15_000 }).toBe('added: version 1')
     expect(browser.external).toEqual([])
   })
 

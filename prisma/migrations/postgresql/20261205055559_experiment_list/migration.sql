@@ -1,0 +1,2 @@
+-- CreateIndex
+CREATE INDEX "Experiment_tenantId_createdAt_idx" ON "Experiment"("tenantId", "createdAt");
