@@ -28,11 +28,14 @@ export interface WebhookAttempt {
   durationMs: number
 }
 
-/** One event for one run, posted until it lands or the schedule is spent. Its id is the `webhook-id`. */
+/** One event for one run or experiment, posted until it lands or the schedule is spent. Its id is the `webhook-id`. */
 export interface WebhookDelivery {
   id: string
   tenantId: string
-  runId: string
+  /** The run whose end or wait it tells; null for an experiment's end. */
+  runId: string | null
+  /** The experiment whose end it tells; null for a run's. */
+  experimentId: string | null
   url: string
   event: string
   /** The body every attempt posts (Standard Webhooks: `type`, `timestamp`, `data`). */
@@ -95,6 +98,7 @@ function newDelivery(id: string, run: RunRecord, url: string, event: string, dat
     id,
     tenantId: run.tenantId,
     runId: run.id,
+    experimentId: null,
     url,
     event,
     payload: { type: event, timestamp: at, data },
@@ -186,5 +190,31 @@ export class WebhookSigners {
         `no webhook secret is configured for tenant '${tenantId}' (PROMPTLINE_WEBHOOK_SECRET for the local tenant, PROMPTLINE_WEBHOOK_SECRETS for others)`,
       )
     }
+  }
+}
+
+/** The event an experiment's end posts, whatever its end status (`data.status` says which). */
+const EXPERIMENT_COMPLETED_EVENT = 'experiment.completed'
+
+/** The delivery an experiment's end creates: due at once, its id stable (`experiment_<id>`). */
+export function experimentEndedDelivery(
+  tenantId: string,
+  experimentId: string,
+  url: string,
+  data: Record<string, unknown>,
+): WebhookDelivery {
+  const at = new Date().toISOString()
+  return {
+    id: `experiment_${experimentId}`,
+    tenantId,
+    runId: null,
+    experimentId,
+    url,
+    event: EXPERIMENT_COMPLETED_EVENT,
+    payload: { type: EXPERIMENT_COMPLETED_EVENT, timestamp: at, data },
+    status: 'PENDING',
+    attempts: [],
+    nextAttemptAt: at,
+    createdAt: at,
   }
 }

@@ -109,7 +109,10 @@ export class WebhookDispatcher {
   }
 
   private async attempt(delivery: WebhookDelivery): Promise<void> {
-    const log = this.logger.child({ tenantId: delivery.tenantId, runId: delivery.runId })
+    const log = this.logger.child({
+      tenantId: delivery.tenantId,
+      ...(delivery.runId ? { runId: delivery.runId } : { experimentId: delivery.experimentId ?? undefined }),
+    })
     const at = new Date()
     const body = JSON.stringify(delivery.payload)
     let statusCode: number | null = null

@@ -238,6 +238,10 @@ builder.mutationField('startExperiment', (t) =>
               description: 'Up to 16 scorers; each run that completes is scored by all.',
             }),
             idempotencyKey: f.string({ description: 'A repeat with the same key answers the experiment the first started.' }),
+            webhookUrl: f.string({
+              description:
+                "Where experiment.completed is posted (signed as a run's webhooks are) when it ends, whatever its end: data.status says which, with its progress and summary.",
+            }),
           }),
         }),
         required: true,

@@ -196,6 +196,7 @@ export function wireServices(options: AppOptions, runPath: RunPath, grounds: Gro
       datasets,
       new ExperimentScoring(runs, sessions),
       new ExperimentProgressEvents(link.fanout),
+      signers,
       logger,
       durabilityTimes(options.durability),
     ),

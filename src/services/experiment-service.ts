@@ -10,6 +10,7 @@ import { type Experiment, type ExperimentProgress, type ExperimentUnit, type Hum
 import { isTerminalRun } from '../domain/lifecycles.js'
 import type { Logger } from '../domain/logger.js'
 import type { RunRecord } from '../domain/records.js'
+import { type WebhookSigners, webhookUrlSchema } from '../domain/webhooks.js'
 import type { ExperimentProgressEvents } from '../events/experiment-progress.js'
 import { UniqueViolation } from '../store/errors.js'
 import type { Store } from '../store/store.js'
@@ -46,6 +47,7 @@ const startSchema = z.strictObject({
   concurrency: z.number().int().min(1).max(32).nullish(),
   scorers: scorersSchema,
   idempotencyKey: z.string().min(1).max(256).nullish(),
+  webhookUrl: webhookUrlSchema.nullish(),
 })
 
 /** How long a run of an experiment may take before the experiment stops waiting for it. */
@@ -71,6 +73,8 @@ export class ExperimentService {
     private readonly datasets: DatasetService,
     private readonly scoring: ExperimentScoring,
     private readonly updates: ExperimentProgressEvents,
+    /** Whether a tenant's webhooks can be signed: a webhook no one can verify is refused. */
+    private readonly signers: Pick<WebhookSigners, 'requireFor'>,
     private readonly logger: Logger,
     /** How often this instance marks its experiments alive, and how old a mark means nobody runs it (the runs' own times). */
     private readonly times: { heartbeatMs: number; staleMs: number },
@@ -105,6 +109,7 @@ export class ExperimentService {
   async begin(principal: Principal, input: unknown): Promise<Experiment> {
     const { tenantId } = principal
     const asked = parseInput(startSchema, input, 'input')
+    if (asked.webhookUrl) this.signers.requireFor(tenantId, 'input.webhookUrl')
     if (asked.idempotencyKey) {
       const earlier = await this.store.experiments.findByKey(tenantId, asked.idempotencyKey)
       if (earlier) return earlier
@@ -141,6 +146,7 @@ export class ExperimentService {
       scorers: await this.scoring.frozen(tenantId, asked.scorers),
       keyId: recordedKeyId(principal),
       idempotencyKey: asked.idempotencyKey ?? null,
+      webhookUrl: asked.webhookUrl ?? null,
     }
     const units = items.flatMap((item, i) =>
       Array.from({ length: repetitions }, (_, r) => ({ unit: i * repetitions + r + 1, itemId: item.id, repetition: r + 1 })),
@@ -164,7 +170,7 @@ export class ExperimentService {
   async cancel(tenantId: string, id: string): Promise<Experiment> {
     const experiment = await this.store.experiments.find(tenantId, parseInput(idSchema, id, 'id'))
     if (!experiment) throw new NotFoundError('experiment', id)
-    if (await this.store.experiments.move(tenantId, id, 'CANCELLED')) {
+    if (await this.store.experiments.move(tenantId, id, 'CANCELLED', null, await this.told(tenantId, experiment))) {
       await this.announce(tenantId, id)
       // its runs under way, by its tag: a unit learns its run's id only once the run ended
       const tagged = await this.runs.runs(tenantId, { tag: `experiment:${id}` }, null, experiment.concurrency * 4)
@@ -259,6 +265,13 @@ export class ExperimentService {
     return experiment && { experimentId: id, status: experiment.status, ...(await this.progress(tenantId, id)) }
   }
 
+  /** What experiment.completed tells of an experiment ending now: what ran, how far, and its summary. */
+  private async told(tenantId: string, experiment: Experiment): Promise<Record<string, unknown>> {
+    const { name, promptId, promptVersion, datasetId, datasetVersion } = experiment
+    const [{ summary }, progress] = await Promise.all([this.results(tenantId, experiment), this.progress(tenantId, experiment.id)])
+    return { name, promptId, promptVersion, datasetId, datasetVersion, ...progress, ...summary }
+  }
+
   /** Tells the experiment's subscribers, on every instance, where it is now. */
   private async announce(tenantId: string, id: string): Promise<void> {
     const now = await this.progressNow(tenantId, id)
@@ -314,8 +327,9 @@ export class ExperimentService {
         }
       }
       await Promise.all(Array.from({ length: experiment.concurrency }, worker))
-      if (failure) await this.store.experiments.move(tenantId, id, 'FAILED', failure)
-      else await this.store.experiments.move(tenantId, id, 'COMPLETED')
+      const told = await this.told(tenantId, experiment)
+      if (failure) await this.store.experiments.move(tenantId, id, 'FAILED', failure, told)
+      else await this.store.experiments.move(tenantId, id, 'COMPLETED', null, told)
       await this.announce(tenantId, id)
     } catch (error) {
       this.logger.error('an experiment stopped unexpectedly', { experimentId: id, error: (error as Error).message })

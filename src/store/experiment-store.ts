@@ -1,6 +1,7 @@
 import type { Prisma } from '@db/client'
 import type { Experiment, ExperimentStatus, ExperimentUnit, HumanScore, Score, Scorer } from '../domain/experiments.js'
 import { experimentMovesTo } from '../domain/lifecycles.js'
+import { experimentEndedDelivery } from '../domain/webhooks.js'
 import type { Db } from './database.js'
 import { driverChecked, uniqueChecked } from './errors.js'
 import { jsonValue, nullableJson } from './json-columns.js'
@@ -37,11 +38,18 @@ const toUnit = (row: UnitRow): ExperimentUnit => ({
 })
 
 /** A new experiment: what it froze, and its units, all PENDING. */
-export type NewExperiment = Omit<Experiment, 'status' | 'errorMessage' | 'createdAt' | 'finishedAt'> & { idempotencyKey: string | null }
+export type NewExperiment = Omit<Experiment, 'status' | 'errorMessage' | 'createdAt' | 'finishedAt'> & {
+  idempotencyKey: string | null
+  webhookUrl: string | null
+}
 
 /** Experiments and their units; statuses move by compare-and-set, so a cancel and an end never both win. */
 export class ExperimentStore {
-  constructor(private readonly db: Db) {}
+  constructor(
+    private readonly db: Db,
+    /** Told when an end wrote a delivery, so it is posted at once. */
+    private readonly webhooks: { created(): void },
+  ) {}
 
   /** Writes the experiment (QUEUED) and its units in one transaction; throws UniqueViolation for a key already used. */
   async create(
@@ -111,16 +119,37 @@ export class ExperimentStore {
     )
   }
 
-  /** Moves the experiment to `to` where its state machine allows it from where it is; false when it does not. */
-  async move(tenantId: string, id: string, to: ExperimentStatus, errorMessage: string | null = null) {
+  /**
+   * Moves the experiment to `to` where its state machine allows it from where it is; false when
+   * it does not. An end with a webhook writes its delivery in the same transaction (`told`
+   * gives its data), then wakes the dispatcher.
+   */
+  async move(tenantId: string, id: string, to: ExperimentStatus, errorMessage: string | null = null, told: Record<string, unknown> = {}) {
     const ends = to !== 'RUNNING'
-    const { count } = await driverChecked(
-      this.db.experiment.updateMany({
-        where: { tenantId, id, status: { in: experimentMovesTo(to) } },
-        data: { status: to, errorMessage, ...(ends ? { finishedAt: new Date() } : { heartbeatAt: new Date() }) },
+    const delivered = await driverChecked(
+      this.db.$transaction(async (tx) => {
+        const { count } = await tx.experiment.updateMany({
+          where: { tenantId, id, status: { in: experimentMovesTo(to) } },
+          data: { status: to, errorMessage, ...(ends ? { finishedAt: new Date() } : { heartbeatAt: new Date() }) },
+        })
+        if (count === 0) return null
+        const row = ends ? await tx.experiment.findUnique({ where: { tenantId_id: { tenantId, id } }, select: { webhookUrl: true } }) : null
+        if (!row?.webhookUrl) return false
+        const delivery = experimentEndedDelivery(tenantId, id, row.webhookUrl, { experimentId: id, status: to, errorMessage, ...told })
+        await tx.webhookDelivery.create({
+          data: {
+            ...delivery,
+            payload: jsonValue(delivery.payload),
+            attempts: jsonValue([]),
+            nextAttemptAt: new Date(delivery.nextAttemptAt!),
+            createdAt: new Date(delivery.createdAt),
+          },
+        })
+        return true
       }),
     )
-    return count === 1
+    if (delivered) this.webhooks.created()
+    return delivered !== null
   }
 
   /** Replaces the experiment's scorers (its units are scored again apart). */

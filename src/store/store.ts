@@ -57,8 +57,8 @@ export class Store {
     this.ledger = new RunLedger(database.sql, statements, this.webhooks)
     this.apiKeys = new ApiKeyStore(database.db)
     this.budgets = new BudgetLedger(database.sql)
+    this.experiments = new ExperimentStore(database.db, this.webhooks)
     this.datasets = new DatasetStore(database.db)
-    this.experiments = new ExperimentStore(database.db)
   }
 
   get provider() {
