@@ -2,9 +2,11 @@ import type { PromptlineClient } from 'promptline/client'
 import type { ComponentChildren } from 'preact'
 import { useState } from 'preact/hooks'
 import { describeError } from './api.js'
-import { ConsoleAddRunToDatasetDocument, ConsoleRunDocument } from './generated/graphql.js'
+import { ConsoleAddRunToDatasetDocument, ConsoleRunDocument, type ConsoleRunQuery } from './generated/graphql.js'
 import { usePolled } from './hooks.js'
 import { ToolCalls } from './tool-calls.js'
+
+type Run = NonNullable<ConsoleRunQuery['run']>
 
 const Row = ({ label, children }: { label: string; children: ComponentChildren }) => (
   <>
@@ -38,6 +40,60 @@ function AddToDataset({ client, runId, output }: { client: PromptlineClient; run
   )
 }
 
+/** What the run was, used, cost and how it ended, as a list of facts. */
+function RunFacts({ run }: { run: Run }) {
+  return (
+  <dl>
+    <Row label="id">{run.id}</Row>
+    <Row label="prompt">{run.promptId ? `${run.promptId} v${run.promptVersion}` : 'plain input'}</Row>
+    <Row label="definition hash">{run.definitionHash?.slice(0, 16)}</Row>
+    <Row label="rendered hash">{run.renderedHash?.slice(0, 16)}</Row>
+    <Row label="profile · backend · model">{[run.profileId, run.backendId, run.model].filter(Boolean).join(' · ')}</Row>
+    <Row label="usage">
+      {run.usage &&
+        `${run.usage.inputTokens} in (${run.usage.cacheReadTokens} cache read, ${run.usage.cacheWriteTokens} written) · ${run.usage.outputTokens} out (${run.usage.reasoningTokens} reasoning)`}
+    </Row>
+    <Row label="cost">{run.cost === null ? null : `$${run.cost.toFixed(6)} (${run.priceTable})`}</Row>
+    <Row label="started · first token · finished">
+      {[time(run.startedAt), time(run.firstTokenAt), time(run.finishedAt)].map((t) => t ?? '—').join(' · ')}
+    </Row>
+    <Row label="duration">{run.durationMs === null ? null : `${run.durationMs} ms`}</Row>
+    <Row label="finish reason">{run.finishReason && `${run.finishReason} (${run.vendorFinishReason ?? 'none sent'})`}</Row>
+    {run.refusal !== null && <Row label="refusal">{run.refusal}</Row>}
+    {run.errorCode && <Row label="error">{`${run.errorCode}: ${run.errorMessage}`}</Row>}
+    {run.validation && (
+      <Row label="validation">
+        {run.validation.valid ? 'valid' : 'invalid'} after {run.validation.attempts} attempt(s) {run.validation.errors.join('; ')}
+      </Row>
+    )}
+  </dl>
+  )
+}
+
+/** Each webhook post of the run's end, with its attempts. */
+function WebhookDeliveries({ run }: { run: Run }) {
+  return (
+    <>
+    {run.webhookDeliveries.map((d) => (
+      <div key={d.id}>
+        <h3>Webhook {d.status}</h3>
+        <p>
+          {new URL(d.url).origin} · {d.attempts.length} attempt(s)
+          {d.nextAttemptAt && ` · next at ${time(d.nextAttemptAt)}`}
+        </p>
+        <ol>
+          {d.attempts.map((a) => (
+            <li key={a.at}>
+              {time(a.at)}: {a.statusCode ?? '—'} {a.error}
+            </li>
+          ))}
+        </ol>
+      </div>
+    ))}
+    </>
+  )
+}
+
 export function RunDetail({ client, runId, refresh }: { client: PromptlineClient; runId: string; refresh: number }) {
   // read again after a result is submitted here, as well as when a run ends
   const [submitted, setSubmitted] = useState(0)
@@ -51,30 +107,7 @@ export function RunDetail({ client, runId, refresh }: { client: PromptlineClient
         Run <span class={`status ${run.status}`}>{run.status}</span>
         {run.terminalReason && <small> {run.terminalReason}</small>}
       </h2>
-      <dl>
-        <Row label="id">{run.id}</Row>
-        <Row label="prompt">{run.promptId ? `${run.promptId} v${run.promptVersion}` : 'plain input'}</Row>
-        <Row label="definition hash">{run.definitionHash?.slice(0, 16)}</Row>
-        <Row label="rendered hash">{run.renderedHash?.slice(0, 16)}</Row>
-        <Row label="profile · backend · model">{[run.profileId, run.backendId, run.model].filter(Boolean).join(' · ')}</Row>
-        <Row label="usage">
-          {run.usage &&
-            `${run.usage.inputTokens} in (${run.usage.cacheReadTokens} cache read, ${run.usage.cacheWriteTokens} written) · ${run.usage.outputTokens} out (${run.usage.reasoningTokens} reasoning)`}
-        </Row>
-        <Row label="cost">{run.cost === null ? null : `$${run.cost.toFixed(6)} (${run.priceTable})`}</Row>
-        <Row label="started · first token · finished">
-          {[time(run.startedAt), time(run.firstTokenAt), time(run.finishedAt)].map((t) => t ?? '—').join(' · ')}
-        </Row>
-        <Row label="duration">{run.durationMs === null ? null : `${run.durationMs} ms`}</Row>
-        <Row label="finish reason">{run.finishReason && `${run.finishReason} (${run.vendorFinishReason ?? 'none sent'})`}</Row>
-        {run.refusal !== null && <Row label="refusal">{run.refusal}</Row>}
-        {run.errorCode && <Row label="error">{`${run.errorCode}: ${run.errorMessage}`}</Row>}
-        {run.validation && (
-          <Row label="validation">
-            {run.validation.valid ? 'valid' : 'invalid'} after {run.validation.attempts} attempt(s) {run.validation.errors.join('; ')}
-          </Row>
-        )}
-      </dl>
+      <RunFacts run={run} />
       <ToolCalls client={client} run={run} onSubmitted={() => setSubmitted((n) => n + 1)} />
       <h3>Output</h3>
       <pre class="output">{run.output}</pre>
@@ -107,22 +140,7 @@ export function RunDetail({ client, runId, refresh }: { client: PromptlineClient
           </ol>
         </>
       )}
-      {run.webhookDeliveries.map((d) => (
-        <div key={d.id}>
-          <h3>Webhook {d.status}</h3>
-          <p>
-            {new URL(d.url).origin} · {d.attempts.length} attempt(s)
-            {d.nextAttemptAt && ` · next at ${time(d.nextAttemptAt)}`}
-          </p>
-          <ol>
-            {d.attempts.map((a) => (
-              <li key={a.at}>
-                {time(a.at)}: {a.statusCode ?? '—'} {a.error}
-              </li>
-            ))}
-          </ol>
-        </div>
-      ))}
+      <WebhookDeliveries run={run} />
     </section>
   )
 }
