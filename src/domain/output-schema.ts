@@ -1,12 +1,18 @@
 import { Ajv, type ValidateFunction } from 'ajv'
+import { Ajv2020 } from 'ajv/dist/2020.js'
 import addFormatsModule from 'ajv-formats'
 import { TextKeyedCache } from './bounded-cache.js'
 
 // ajv-formats is CommonJS; under NodeNext its default import is the module object.
 const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default
 
-const ajv = new Ajv({ allErrors: true, strict: false })
-addFormats(ajv)
+// draft-07 by default; a schema that declares 2020-12 (zod's toJSONSchema does) is read as one
+const draft07 = new Ajv({ allErrors: true, strict: false })
+const draft2020 = new Ajv2020({ allErrors: true, strict: false })
+addFormats(draft07)
+addFormats(draft2020)
+const ajvFor = (schema: Record<string, unknown>) =>
+  typeof schema.$schema === 'string' && schema.$schema.includes('2020-12') ? draft2020 : draft07
 const validators = new TextKeyedCache<ValidateFunction>(8 * 1024 * 1024)
 
 /** Compiles (and caches by its JSON text) a prompt's output JSON Schema. */
@@ -16,6 +22,7 @@ export function compileOutputSchema(
   const key = JSON.stringify(schema)
   const cached = validators.get(key)
   if (cached) return { validate: cached }
+  const ajv = ajvFor(schema)
   try {
     const validate = ajv.compile(schema)
     validators.set(key, validate)
