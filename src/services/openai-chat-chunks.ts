@@ -77,7 +77,7 @@ export interface ChunkOptions {
   includeUsage: boolean
   /** The text comes whole at the end, as the run kept it (validated against its output contract). */
   holdText: boolean
-  /** The run given its tool results (its events follow); null: the run is the first to start. */
+  /** The run given its tool results (its events from its start, its earlier rounds skipped); null: the run is the first to start. */
   resumed: RunRecord | null
   /** The run as it is once it waits for tool results. */
   paused: (runId: string) => Promise<RunRecord | null>
@@ -118,12 +118,17 @@ async function* chunksOf(events: AsyncIterator<SessionEvent>, run: RunRecord, op
   // promptline makes an MCP server's calls itself: the client neither sees nor answers them
   const serverCalls = new Set<string>()
   let ended = false
+  let roundsToSkip = options.resumed?.toolRounds.length ?? 0
   try {
     yield delta({ role: 'assistant', content: '' })
     while (!ended) {
       const next = await events.next()
       if (next.done) return
       const event = next.value
+      if (roundsToSkip > 0) {
+        if (event.type === 'TOOL_CALLS_REQUESTED') roundsToSkip--
+        continue
+      }
       if (event.type === 'TOKEN_DELTA' && !options.holdText) yield delta({ content: event.text })
       else if (event.type === 'TOOL_CALL_STARTED' && event.server !== null) serverCalls.add(event.callId)
       else if (event.type === 'TOOL_CALL_DELTA' && serverCalls.has(event.callId)) continue

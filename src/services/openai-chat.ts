@@ -1,11 +1,10 @@
 import { randomUUID } from 'node:crypto'
 import { z } from 'zod'
-import { type Principal, recordedKeyId } from '../domain/access.js'
+import type { Principal } from '../domain/access.js'
 import type { ContentPart } from '../domain/content-parts.js'
 import { InvalidRequestError } from '../domain/errors.js'
 import type { SessionEvent } from '../domain/events.js'
 import type { ChatMessage, RunRecord } from '../domain/records.js'
-import { answersExactly } from '../domain/tool-rounds.js'
 import { type ChatChunk, chatChunks, wholeCompletion } from './openai-chat-chunks.js'
 import {
   mediaPart,
@@ -14,6 +13,7 @@ import {
   parseBody,
   promptVariablesSchema,
   refuseUnsupported,
+  runWaitingFor,
   toolFields,
   UnsupportedParameterError,
   userTag,
@@ -150,7 +150,8 @@ export class OpenAIChatService {
   private async resume(principal: Principal, request: ChatRequest, run: RunRecord, messages: ChatMessage[], signal: AbortSignal) {
     const { tenantId } = principal
     const results = trailingResults(messages).map((m) => ({ callId: m.toolCallId!, output: m.content, isError: m.isError ?? null }))
-    const events = (await this.runs.sessionEvents(tenantId, run.sessionId!, null))[Symbol.asyncIterator]()
+    // from the run's start: its next round may stream before a live subscription would attach
+    const events = (await this.runs.runEvents(tenantId, run.id, 0))[Symbol.asyncIterator]()
     try {
       await this.runs.submitToolResults(tenantId, { runId: run.id, results })
     } catch (error) {
@@ -183,13 +184,9 @@ export class OpenAIChatService {
   }
 
   /** The run of this key waiting for exactly the results the messages end with; null when none is. */
-  private async waitingFor(principal: Principal, messages: ChatMessage[]): Promise<RunRecord | null> {
-    const answered = new Set(trailingResults(messages).map((m) => m.toolCallId))
-    if (answered.size === 0) return null
-    const waiting = await this.runs.runs(principal.tenantId, { status: 'REQUIRES_ACTION' }, null, 200)
-    return (
-      waiting.find((run) => run.origin === 'OPENAI_CHAT' && run.keyId === recordedKeyId(principal) && answersExactly(run, answered)) ?? null
-    )
+  private waitingFor(principal: Principal, messages: ChatMessage[]): Promise<RunRecord | null> {
+    const answered = new Set(trailingResults(messages).map((m) => m.toolCallId!))
+    return runWaitingFor(this.runs, principal, 'OPENAI_CHAT', answered)
   }
 }
 

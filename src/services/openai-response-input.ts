@@ -23,7 +23,13 @@ const itemSchema = z.union([
     content: z.union([z.string(), z.array(inputPartSchema)]),
   }),
   z.object({ type: z.literal('function_call'), call_id: z.string(), name: z.string(), arguments: z.string() }),
-  z.object({ type: z.literal('function_call_output'), call_id: z.string(), output: z.string() }),
+  z.object({
+    type: z.literal('function_call_output'),
+    call_id: z.string(),
+    output: z.union([z.string(), z.array(inputPartSchema)]),
+  }),
+  // an earlier response's output item, by the id it had there (clients that keep `store` on send these)
+  z.object({ type: z.literal('item_reference'), id: z.string().max(300) }),
 ])
 type InputItem = z.infer<typeof itemSchema>
 
@@ -68,11 +74,14 @@ const responseSchema = z
 
 export type ResponseRequest = z.infer<typeof responseSchema>
 
-/** Validates a `POST /v1/responses` body; what promptline cannot honour is refused with its `param`. */
+/**
+ * Validates a `POST /v1/responses` body; what promptline cannot honour is refused with its
+ * `param`. `store` and `include` are taken as OpenAI takes them where they do not apply: every run
+ * is a durable record whatever `store` says, and nothing `include` names is made here.
+ */
 export function parseResponseRequest(body: unknown): ResponseRequest {
   const request = parseBody(responseSchema, body)
-  refuseUnsupported(request, ['top_logprobs', 'include', 'prompt_cache_key', 'service_tier', 'seed'])
-  if (request.store === false) throw new UnsupportedParameterError('every run is a durable record: store cannot be false', 'store')
+  refuseUnsupported(request, ['top_logprobs', 'prompt_cache_key', 'service_tier', 'seed'])
   const other = request.tools?.findIndex((t) => t.type !== 'function' || !t.name) ?? -1
   if (other >= 0) throw new UnsupportedParameterError('promptline runs function tools only', `tools.${other}`)
   if (request.previous_response_id != null && request.conversation != null)
@@ -81,20 +90,32 @@ export function parseResponseRequest(body: unknown): ResponseRequest {
   return request
 }
 
-/** The function_call_output items of the input, when it holds nothing else. */
-export function toolOutputsOf(request: ResponseRequest): { callId: string; output: string }[] | null {
-  const items = typeof request.input === 'string' ? [] : (request.input ?? [])
-  const outputs = items.flatMap((i) => ('type' in i && i.type === 'function_call_output' ? [{ callId: i.call_id, output: i.output }] : []))
-  if (outputs.length === 0) return null
-  if (outputs.length !== items.length) throw InvalidRequestError.at('input', 'function_call_output items answer a waiting response alone')
-  return outputs
+const itemsOf = (request: ResponseRequest): InputItem[] => (typeof request.input === 'string' ? [] : (request.input ?? []))
+
+/** The function_call_output items the input ends with: the results a waiting run may be owed. */
+export function trailingOutputsOf(request: ResponseRequest): { callId: string; output: string }[] {
+  const items = itemsOf(request)
+  const after = items.findLastIndex((i) => !('type' in i) || i.type !== 'function_call_output')
+  return items.slice(after + 1).map((i) => {
+    const output = i as Extract<InputItem, { type: 'function_call_output' }>
+    return { callId: output.call_id, output: textOf(output.output) }
+  })
 }
+
+/** The ids of the earlier output items the input refers to. */
+export const referencedIdsOf = (request: ResponseRequest): string[] =>
+  itemsOf(request).flatMap((i) => ('type' in i && i.type === 'item_reference' ? [i.id] : []))
 
 type InputPart = z.infer<typeof inputPartSchema>
 
+const textOf = (content: string | InputPart[]) =>
+  typeof content === 'string'
+    ? content
+    : content.flatMap((p) => (p.type === 'input_text' || p.type === 'output_text' ? [p.text] : [])).join('')
+
 function contentOf(content: string | InputPart[]): { content: string; parts?: ContentPart[] } {
   if (typeof content === 'string') return { content }
-  const text = content.flatMap((p) => (p.type === 'input_text' || p.type === 'output_text' ? [p.text] : [])).join('')
+  const text = textOf(content)
   const parts = content.flatMap((p) => {
     if (p.type === 'input_image') return [mediaPart('IMAGE', { url: p.image_url, fileId: p.file_id, detail: p.detail })]
     if (p.type === 'input_file') return [mediaPart('FILE', { url: p.file_url, fileId: p.file_id })]
@@ -103,14 +124,21 @@ function contentOf(content: string | InputPart[]): { content: string; parts?: Co
   return parts.length > 0 ? { content: text, parts } : { content: text }
 }
 
-/** `instructions` and `input` as a run's conversation: calls in a row join one assistant message. */
-export function conversationOf(request: ResponseRequest): ChatMessage[] {
+/**
+ * `instructions` and `input` as a run's conversation: calls in a row join one assistant message;
+ * a referenced item is the message `referenced` holds for its id.
+ */
+export function conversationOf(request: ResponseRequest, referenced: ReadonlyMap<string, ChatMessage>): ChatMessage[] {
   const messages: ChatMessage[] = request.instructions ? [{ role: 'system', content: request.instructions }] : []
-  const items: InputItem[] = typeof request.input === 'string' ? [{ role: 'user', content: request.input }] : (request.input ?? [])
-  for (const item of items) {
+  const items: InputItem[] = typeof request.input === 'string' ? [{ role: 'user', content: request.input }] : itemsOf(request)
+  for (const [index, item] of items.entries()) {
     if ('role' in item) messages.push({ role: item.role === 'developer' ? 'system' : item.role, ...contentOf(item.content) })
-    else if (item.type === 'function_call_output') messages.push({ role: 'tool', content: item.output, toolCallId: item.call_id })
-    else {
+    else if (item.type === 'function_call_output') messages.push({ role: 'tool', content: textOf(item.output), toolCallId: item.call_id })
+    else if (item.type === 'item_reference') {
+      const message = referenced.get(item.id)
+      if (!message) throw InvalidRequestError.at(`input.${index}.id`, `no output item '${item.id}' of an earlier response`)
+      messages.push(message)
+    } else {
       const call = { callId: item.call_id, name: item.name, arguments: item.arguments }
       const last = messages.at(-1)
       if (last?.role === 'assistant' && last.toolCalls) last.toolCalls.push(call)

@@ -22,6 +22,19 @@ export function parseResponseId(id: string): ResponseRef {
   return { queueId: parsed[1]!, segment: Number(parsed[2] ?? 0) }
 }
 
+/** A segment's message item: `msg_<runId>_<segment>`. */
+const messageIdOf = (runId: string, segment: number) => `msg_${runId}_${segment}`
+
+/** The text of the message item `id` names, from its run (`find`); null when it names none. */
+export async function referencedText(id: string, find: (runId: string) => Promise<RunRecord | null>): Promise<string | null> {
+  const parsed = /^msg_([0-9a-f-]{36})_(\d{1,4})$/.exec(id)
+  if (!parsed) return null
+  const run = await find(parsed[1]!)
+  const segment = Number(parsed[2])
+  if (!run || segment > run.toolRounds.length) return null
+  return (segment < run.toolRounds.length ? run.toolRounds[segment]!.text : run.output) || null
+}
+
 const messageItem = (id: string, text: string, status: 'in_progress' | 'completed') => ({
   type: 'message',
   id,
@@ -54,7 +67,7 @@ function usageOf(run: RunRecord) {
 
 /** Where the segment's run is, as a response's status, output and the reason it ended short. */
 function outcomeOf(ref: ResponseRef, run: RunRecord) {
-  const messageId = `msg_${run.id}_${ref.segment}`
+  const messageId = messageIdOf(run.id, ref.segment)
   const round = run.toolRounds[ref.segment]
   // the segment ended asking for tool results: its response is complete
   if (round) {
@@ -132,7 +145,7 @@ export async function* responseStream(
     { type: 'response.created', response: { ...start } },
     { type: 'response.in_progress', response: start },
   ])
-  const items = new SegmentItems(`msg_${run.id}_${ref.segment}`, options.holdText)
+  const items = new SegmentItems(messageIdOf(run.id, ref.segment), options.holdText)
   let segment = 0
   try {
     for (let next = await events.next(); !next.done; next = await events.next()) {

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto'
 import type { Principal } from '../domain/access.js'
 import { InvalidRequestError, NotFoundError } from '../domain/errors.js'
-import type { RunRecord } from '../domain/records.js'
+import type { ChatMessage, RunRecord } from '../domain/records.js'
 import { pendingCalls } from '../domain/tool-rounds.js'
 import {
   conversationOf,
@@ -9,10 +9,11 @@ import {
   parseResponseRequest,
   promptRefOf,
   type ResponseRequest,
-  toolOutputsOf,
+  referencedIdsOf,
+  trailingOutputsOf,
 } from './openai-response-input.js'
-import { parseResponseId, type ResponseRef, responseOf, responseStream } from './openai-response-shape.js'
-import { modelTarget, outputFields, toolFields, userTag } from './openai-shapes.js'
+import { parseResponseId, type ResponseRef, referencedText, responseOf, responseStream } from './openai-response-shape.js'
+import { modelTarget, outputFields, runWaitingFor, toolFields, userTag } from './openai-shapes.js'
 import type { RunService } from './run-service.js'
 import type { SessionService } from './session-service.js'
 
@@ -87,25 +88,55 @@ export class OpenAIResponsesService {
     return { ref, run: found.run, sessionId: found.sessionId }
   }
 
-  /** Enqueues the request, or gives a waiting run the tool outputs it carries; the response it makes. */
+  /**
+   * Gives a waiting run the function_call_output items the input ends with, when they answer
+   * exactly what it waits for; else enqueues the request, its input the run's conversation.
+   */
   private async admit(principal: Principal, request: ResponseRequest): Promise<ResponseRef> {
     const { tenantId } = principal
-    const outputs = toolOutputsOf(request)
+    const outputs = trailingOutputsOf(request)
+    const chained = request.previous_response_id != null || request.conversation != null
+    // a stateless client resends the whole history: its outputs continue the run that asked for them
+    const resumed = chained || outputs.length === 0 ? null : await this.resume(principal, null, outputs)
+    if (resumed) return resumed
     const { sessionId, made, previous } = await this.sessionOf(principal, request)
-    if (outputs) {
-      const waiting = previous ?? (await this.waitingIn(tenantId, sessionId))
-      const pending = waiting?.status === 'REQUIRES_ACTION' ? pendingCalls(waiting.toolRounds.at(-1)!) : []
-      if (!waiting || pending.length === 0) throw InvalidRequestError.at('input', 'no response waits for these function_call_output items')
-      const results = outputs.map((o) => ({ callId: o.callId, output: o.output }))
-      await this.runs.submitToolResults(tenantId, { runId: waiting.id, results })
-      return { queueId: waiting.queueId!, segment: waiting.toolRounds.length }
+    if (chained && outputs.length > 0) {
+      const waiting = await this.resume(principal, previous ?? (await this.waitingIn(tenantId, sessionId)), outputs)
+      if (!waiting) throw InvalidRequestError.at('input', 'no response waits for these function_call_output items')
+      return waiting
     }
-    const input = {
-      sessionId,
+    try {
+      const input = { sessionId, ...(await this.runInput(principal, request)) }
+      const entry = await this.runs.enqueue(principal, input, 'ENQUEUE', null, 'OPENAI_RESPONSES')
+      return { queueId: entry.queueId, segment: 0 }
+    } catch (error) {
+      // refused (a budget, a limit, a missing model): the session made for it holds nothing
+      if (made) await this.sessions.delete(tenantId, sessionId).catch(() => {})
+      throw error
+    }
+  }
+
+  /** Submits `outputs` to `waiting` (or to the run of this key waiting for exactly them); its next segment. */
+  private async resume(principal: Principal, waiting: RunRecord | null, outputs: { callId: string; output: string }[]) {
+    const answered = new Set(outputs.map((o) => o.callId))
+    const run = waiting ?? (await runWaitingFor(this.runs, principal, 'OPENAI_RESPONSES', answered))
+    if (run?.status !== 'REQUIRES_ACTION' || pendingCalls(run.toolRounds.at(-1)!).length === 0) return null
+    await this.runs.submitToolResults(principal.tenantId, { runId: run.id, results: outputs })
+    return { queueId: run.queueId!, segment: run.toolRounds.length }
+  }
+
+  /** The run request's fields the body gives, its referenced items read from their runs. */
+  private async runInput(principal: Principal, request: ResponseRequest) {
+    const referenced = new Map<string, ChatMessage>()
+    for (const id of referencedIdsOf(request)) {
+      const text = await referencedText(id, (runId) => this.runs.run(principal.tenantId, runId).catch(() => null))
+      if (text !== null) referenced.set(id, { role: 'assistant', content: text })
+    }
+    return {
       ...(request.prompt
         ? { promptRef: promptRefOf(request.prompt), profileId: request.profile ?? profileModel(request.model) }
         : modelTarget(request.model!, request.profile)),
-      messages: conversationOf(request),
+      messages: conversationOf(request, referenced),
       variables: request.prompt?.variables ?? (request.metadata?.prompt_variables as Record<string, unknown> | undefined) ?? null,
       overrides: overridesOf(request),
       ...toolFields(
@@ -115,14 +146,6 @@ export class OpenAIResponsesService {
       ),
       ...userTag(request.user),
       ...outputFields(request.text?.format, 'text.format'),
-    }
-    try {
-      const entry = await this.runs.enqueue(principal, input, 'ENQUEUE', null, 'OPENAI_RESPONSES')
-      return { queueId: entry.queueId, segment: 0 }
-    } catch (error) {
-      // refused (a budget, a limit, a missing model): the session made for it holds nothing
-      if (made) await this.sessions.delete(tenantId, sessionId).catch(() => {})
-      throw error
     }
   }
 

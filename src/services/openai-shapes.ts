@@ -1,9 +1,11 @@
 import { z } from 'zod'
-import type { Principal } from '../domain/access.js'
+import { type Principal, recordedKeyId } from '../domain/access.js'
 import type { ContentPart } from '../domain/content-parts.js'
 import { InvalidRequestError } from '../domain/errors.js'
-import type { RunRecord, Usage } from '../domain/records.js'
+import type { RunOrigin, RunRecord, Usage } from '../domain/records.js'
+import { answersExactly } from '../domain/tool-rounds.js'
 import type { CatalogService } from './catalog-service.js'
+import type { RunService } from './run-service.js'
 
 /** A field of an OpenAI request promptline cannot honour: refused with 400 `unsupported_parameter`, never dropped. */
 export class UnsupportedParameterError extends InvalidRequestError {}
@@ -135,4 +137,20 @@ export function mediaPart(
     ...(source.fileId != null && { fileId: source.fileId }),
     ...(source.detail != null && { detail: source.detail.toUpperCase() as ContentPart['detail'] }),
   }
+}
+
+/**
+ * The run of this key and surface that waits for exactly the results `answered` gives; null when
+ * none does. This is how a stateless client, which resends the whole history, continues its run.
+ */
+export async function runWaitingFor(
+  runs: RunService,
+  principal: Principal,
+  origin: RunOrigin,
+  answered: ReadonlySet<string>,
+): Promise<RunRecord | null> {
+  if (answered.size === 0) return null
+  const waiting = await runs.runs(principal.tenantId, { status: 'REQUIRES_ACTION' }, null, 200)
+  const keyId = recordedKeyId(principal)
+  return waiting.find((run) => run.origin === origin && run.keyId === keyId && answersExactly(run, answered)) ?? null
 }

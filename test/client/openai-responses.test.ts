@@ -173,13 +173,22 @@ describe.each(providers)('Responses through the openai SDK (%s)', (provider) => 
     expect(invalid).toMatchObject({ status: 'failed', error: { code: 'validation' } })
   })
 
+  it('answers a stateless call that sets store: false and include', async () => {
+    const response = await client.responses.create({
+      model: 'fake-echo',
+      input: 'stateless',
+      store: false,
+      include: ['reasoning.encrypted_content'],
+    })
+    expect(response).toMatchObject({ status: 'completed', output_text: 'stateless' })
+  })
+
   it('refuses what it cannot honour with 400 and the parameter, and an unknown response with 404', async () => {
     const refused = (body: Record<string, unknown>) =>
       client.responses.create({ model: 'fake-echo', input: 'x', ...body } as never).then(
         () => null,
         (error: unknown) => error,
       )
-    expect(await refused({ store: false })).toMatchObject({ status: 400, code: 'unsupported_parameter', param: 'store' })
     expect(await refused({ tools: [{ type: 'web_search' }] })).toMatchObject({
       status: 400,
       code: 'unsupported_parameter',
