@@ -15,6 +15,9 @@ const OPENAI_ERRORS: Record<string, [status: number, type: string, code?: string
   INVALID_REQUEST: [400, 'invalid_request_error'],
   PROFILE_REQUIRED: [400, 'invalid_request_error'],
   RENDER: [400, 'invalid_request_error'],
+  // a profile whose vendor key the server lacks: the message names the variable to set; a 4xx so
+  // that SDKs do not retry what only configuration fixes
+  CREDENTIALS: [400, 'invalid_request_error'],
   TOOL_RESULT_REJECTED: [400, 'invalid_request_error'],
   FILE_TOO_LARGE: [413, 'invalid_request_error'],
   SESSION_BUSY: [409, 'invalid_request_error'],

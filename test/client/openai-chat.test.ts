@@ -39,10 +39,12 @@ describe.each(providers)('Chat Completions through the openai SDK (%s)', (provid
             '{ id: oa-p, kind: OPENAI, baseUrl: "' +
               openai.baseUrl +
               '", credentialEnv: OA_KEY, prices: { gpt-test: { inputPerMillion: 1, outputPerMillion: 2 } } }',
+            `{ id: oa-unkeyed, kind: OPENAI, baseUrl: "${openai.baseUrl}", credentialEnv: UNSET_KEY }`,
           ],
           profiles: [
             '{ id: fake-slow, backendId: fake, model: echo, settings: { extra: { tokenDelayMs: 100 } } }',
             '{ id: oa-priced, backendId: oa-p, model: gpt-test }',
+            '{ id: oa-unkeyed, backendId: oa-unkeyed, model: gpt-test }',
           ],
         }),
         apiKeys: [{ sha256: sha256Hex(ADMIN_KEY), tenantId: 'acme', role: 'admin' }],
@@ -166,6 +168,15 @@ describe.each(providers)('Chat Completions through the openai SDK (%s)', (provid
     expect(n).toMatchObject({ status: 400, code: 'unsupported_parameter', param: 'n' })
     expect(await refused({ logprobs: true })).toMatchObject({ status: 400, code: 'unsupported_parameter', param: 'logprobs' })
     expect(await refused({ model: 'no-such-profile' })).toMatchObject({ status: 404, code: 'model_not_found' })
+  })
+
+  it('answers a profile whose vendor key is not set 400 credentials, naming the variable to set', async () => {
+    const refused = await client.chat.completions
+      .create({ model: 'oa-unkeyed', messages: [{ role: 'user', content: 'hi' }] })
+      .catch((error: unknown) => error)
+    expect(refused).toBeInstanceOf(OpenAI.BadRequestError)
+    expect(refused).toMatchObject({ status: 400, code: 'credentials' })
+    expect((refused as Error).message).toContain('UNSET_KEY')
   })
 
   it('answers a spent budget 429 insufficient_quota, and keeps no session for it', async () => {
