@@ -2,7 +2,7 @@ import { EventEncoder } from '@ag-ui/encoder'
 import type { Plugin } from 'graphql-yoga'
 import { PromptlineError, UnauthenticatedError } from '../domain/errors.js'
 import type { Logger } from '../domain/logger.js'
-import type { SequencedEvent } from '../services/ag-ui-events.js'
+import type { EventCursor, SequencedEvent } from '../services/ag-ui-events.js'
 import type { AgUiRunService } from '../services/ag-ui-runs.js'
 import type { KeyLimiter } from '../services/key-limits.js'
 import type { KeyRing } from '../services/key-ring.js'
@@ -16,11 +16,25 @@ const STATUS: Partial<Record<string, number>> = {
   RATE_LIMITED: 429,
   BUDGET_EXCEEDED: 429,
   QUEUE_FULL: 429,
+  // what the request or the server's configuration must change: the message says what
+  PROFILE_REQUIRED: 400,
+  RENDER: 400,
+  CREDENTIALS: 400,
+  TOOL_RESULT_REJECTED: 400,
+  SESSION_BUSY: 409,
+  UNAVAILABLE: 503,
+}
+
+/** `Last-Event-ID`: `<sequence>-<index>` as sent, or a bare sequence (every event of it). */
+function cursorOf(header: string | null): EventCursor | null {
+  const parsed = header === null ? null : /^(\d{1,15})(?:-(\d{1,6}))?$/.exec(header)
+  if (!parsed) return null
+  return { sequence: Number(parsed[1]), index: parsed[2] === undefined ? Number.POSITIVE_INFINITY : Number(parsed[2]) }
 }
 
 /**
- * Server-sent events, each encoded by AG-UI's encoder, with `id:` = the session sequence it came
- * from (also in its metadata as `promptlineSequence`, for clients that do not show SSE ids).
+ * Server-sent events, each encoded by AG-UI's encoder, with its `id:` (also in its metadata as
+ * `promptlineEventId`, for clients that do not show SSE ids).
  */
 function sse(events: AsyncIterable<SequencedEvent>, encoder: EventEncoder): ReadableStream<Uint8Array> {
   const bytes = new TextEncoder()
@@ -32,7 +46,7 @@ function sse(events: AsyncIterable<SequencedEvent>, encoder: EventEncoder): Read
       const { id, event } = next.value
       if (id === null) return controller.enqueue(bytes.encode(encoder.encodeSSE(event)))
       controller.enqueue(
-        bytes.encode(`id: ${id}\n${encoder.encodeSSE({ ...event, metadata: { ...event.metadata, promptlineSequence: id } })}`),
+        bytes.encode(`id: ${id}\n${encoder.encodeSSE({ ...event, metadata: { ...event.metadata, promptlineEventId: id } })}`),
       )
     },
     async cancel() {
@@ -55,8 +69,7 @@ export function useAgUi(agUi: AgUiRunService, keys: KeyRing, limiter: KeyLimiter
         if (!principal) throw new UnauthenticatedError('a valid API key is required: send Authorization: Bearer <key>')
         await limiter.countRequests(principal, 1)
         if (request.method !== 'POST') return endResponse(Response.json({ error: 'POST a RunAgentInput' }, { status: 405 }))
-        const cursor = request.headers.get('last-event-id')
-        const after = cursor !== null && /^\d{1,15}$/.test(cursor) ? Number(cursor) : null
+        const after = cursorOf(request.headers.get('last-event-id'))
         const events = await agUi.run(principal, await request.json().catch(() => null), after)
         endResponse(
           new Response(sse(events, new EventEncoder()), { headers: { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' } }),

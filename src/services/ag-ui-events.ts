@@ -3,9 +3,13 @@ import type { SessionEvent } from '../domain/events.js'
 import type { RunRecord } from '../domain/records.js'
 import { handsOver, type RoundCall } from '../domain/tool-rounds.js'
 
-/** An AG-UI event with the session sequence it came from (its SSE `id:`); null for a stream's own framing. */
+/**
+ * An AG-UI event with its SSE `id:` (`<sequence>-<index>`: the session event it came from and its
+ * place among the AG-UI events that one made, so ids are unique and increase); null for what a
+ * stream repeats or frames itself.
+ */
 export interface SequencedEvent {
-  id: number | null
+  id: string | null
   event: BaseEvent
 }
 
@@ -15,10 +19,22 @@ export interface AgUiRun {
   runId: string
 }
 
+/** The last event a reconnecting client has: every AG-UI event up to `index` of session event `sequence`. */
+export interface EventCursor {
+  sequence: number
+  index: number
+}
+
+/** Where a stream begins: after the run's first `rounds` tool rounds, and after `cursor` when a client reconnects. */
+export interface StreamStart {
+  rounds: number
+  cursor: EventCursor | null
+}
+
 /** The text message and tool calls a segment has open, as its events build them. */
 class SegmentState {
-  text: { messageId: string; announced: boolean } | null = null
-  readonly calls = new Map<string, { name: string; announced: boolean }>()
+  private text: string | null = null
+  private readonly calls = new Set<string>()
   private segment = 0
 
   constructor(private readonly runId: string) {}
@@ -28,11 +44,11 @@ class SegmentState {
     if (event.type === 'TOKEN_DELTA') {
       if (event.text === '') return []
       const opening = this.text ? [] : [this.openText()]
-      return [...opening, { type: EventType.TEXT_MESSAGE_CONTENT, messageId: this.text!.messageId, delta: event.text } as BaseEvent]
+      return [...opening, { type: EventType.TEXT_MESSAGE_CONTENT, messageId: this.text!, delta: event.text } as BaseEvent]
     }
     if (event.type === 'TOOL_CALL_STARTED') {
       const closing = this.closeText()
-      this.calls.set(event.callId, { name: event.name, announced: true })
+      this.calls.add(event.callId)
       return [...closing, { type: EventType.TOOL_CALL_START, toolCallId: event.callId, toolCallName: event.name } as BaseEvent]
     }
     if (event.type === 'TOOL_CALL_DELTA' && event.argumentsDelta !== '') {
@@ -47,7 +63,7 @@ class SegmentState {
     if (event.type === 'TOOL_CALLS_REQUESTED' || event.type === 'RUN_FINISHED') {
       const closing = [
         ...this.closeText(),
-        ...[...this.calls.keys()].map((id) => ({ type: EventType.TOOL_CALL_END, toolCallId: id }) as BaseEvent),
+        ...[...this.calls].map((id) => ({ type: EventType.TOOL_CALL_END, toolCallId: id }) as BaseEvent),
       ]
       this.calls.clear()
       this.segment++
@@ -56,37 +72,57 @@ class SegmentState {
     return []
   }
 
-  /** The openers of what is open, for a stream that joins in the middle: they were sent before its cursor. */
-  reannounce(): BaseEvent[] {
-    const again: BaseEvent[] = []
-    if (this.text && !this.text.announced) {
-      this.text.announced = true
-      again.push({ type: EventType.TEXT_MESSAGE_START, messageId: this.text.messageId, role: 'assistant' } as BaseEvent)
-    }
-    for (const [id, call] of this.calls) {
-      if (call.announced) continue
-      call.announced = true
-      again.push({ type: EventType.TOOL_CALL_START, toolCallId: id, toolCallName: call.name } as BaseEvent)
-    }
-    return again
-  }
-
-  /** What was sent before the cursor counts as not sent in this stream. */
-  forget(): void {
-    if (this.text) this.text.announced = false
-    for (const call of this.calls.values()) call.announced = false
-  }
-
   private openText(): BaseEvent {
-    this.text = { messageId: `msg_${this.runId}_${this.segment}`, announced: true }
-    return { type: EventType.TEXT_MESSAGE_START, messageId: this.text.messageId, role: 'assistant' } as BaseEvent
+    this.text = `msg_${this.runId}_${this.segment}`
+    return { type: EventType.TEXT_MESSAGE_START, messageId: this.text, role: 'assistant' } as BaseEvent
   }
 
   private closeText(): BaseEvent[] {
     if (!this.text) return []
-    const { messageId } = this.text
+    const messageId = this.text
     this.text = null
     return [{ type: EventType.TEXT_MESSAGE_END, messageId } as BaseEvent]
+  }
+}
+
+/** The key of what an AG-UI event opens or closes: a text message or a tool call. */
+const framedBy = (event: BaseEvent) => {
+  const e = event as BaseEvent & { messageId?: string; toolCallId?: string }
+  if (event.type === EventType.TEXT_MESSAGE_START || event.type === EventType.TEXT_MESSAGE_END)
+    return { key: e.messageId!, opens: event.type === EventType.TEXT_MESSAGE_START }
+  if (event.type === EventType.TOOL_CALL_START || event.type === EventType.TOOL_CALL_END)
+    return { key: e.toolCallId!, opens: event.type === EventType.TOOL_CALL_START }
+  return null
+}
+
+/**
+ * What is open in one HTTP stream: a stream that joins mid-run opens again what its client saw
+ * opened before the cut, so each stream is well formed on its own (AG-UI clients verify it).
+ */
+class Reopening {
+  private readonly open = new Map<string, { opener: BaseEvent; sent: boolean }>()
+
+  /** An event the client already has (before its cursor). */
+  skip(event: BaseEvent): void {
+    this.track(event, false)
+  }
+
+  /** The openers to send before `event`, which it then records as sent. */
+  before(event: BaseEvent): BaseEvent[] {
+    const again: BaseEvent[] = []
+    for (const entry of this.open.values()) {
+      if (entry.sent) continue
+      entry.sent = true
+      again.push(entry.opener)
+    }
+    this.track(event, true)
+    return again
+  }
+
+  private track(event: BaseEvent, sent: boolean): void {
+    const framed = framedBy(event)
+    if (framed?.opens) this.open.set(framed.key, { opener: event, sent })
+    else if (framed) this.open.delete(framed.key)
   }
 }
 
@@ -119,38 +155,47 @@ function ending(run: AgUiRun, event: SessionEvent & { type: 'TOOL_CALLS_REQUESTE
   return { type: EventType.RUN_FINISHED, ...run, outcome, result: ended.output } as BaseEvent
 }
 
+/** Whether the AG-UI event `index` of session event `sequence` is one the client already has. */
+const hasIt = (cursor: EventCursor | null, sequence: number, index: number) =>
+  cursor !== null && (sequence < cursor.sequence || (sequence === cursor.sequence && index <= cursor.index))
+
 /**
  * A promptline run's events (from its start) as one AG-UI run: RUN_STARTED, then the text and tool
- * calls of the first segment ending after `after`, then RUN_FINISHED or RUN_ERROR. Events from
- * session sequences up to `after` are left out (a client reconnecting with Last-Event-ID has them),
- * but what they left open is opened again, so the stream stays well formed.
+ * calls of the first segment after `from.rounds` rounds that ends after `from.cursor`, then
+ * RUN_FINISHED or RUN_ERROR. Events the client has are left out, but what they left open is
+ * opened again (without an id), so the stream stays well formed.
  */
 export async function* agUiStream(
   events: AsyncIterator<SessionEvent>,
   run: AgUiRun,
   runId: string,
-  after: number,
+  from: StreamStart,
 ): AsyncGenerator<SequencedEvent> {
   const state = new SegmentState(runId)
+  const reopening = new Reopening()
+  let rounds = 0
   try {
     // the promptline run it streams, for clients that read it through GraphQL
     yield { id: null, event: { type: EventType.RUN_STARTED, ...run, metadata: { promptlineRunId: runId } } as BaseEvent }
     for (let next = await events.next(); !next.done; next = await events.next()) {
       const event = next.value
-      if (event.sequence <= after) {
-        state.of(event)
-        if (event.type === 'RUN_FINISHED') return
-        state.forget()
-        continue
-      }
-      for (const opener of state.reannounce()) yield { id: null, event: opener }
-      for (const out of state.of(event)) yield { id: event.sequence, event: out }
+      const earlier = rounds < from.rounds
       // a round promptline answers itself (MCP calls needing no approval) goes on in the same stream
       const ends = (event.type === 'TOOL_CALLS_REQUESTED' && handsOver(event.calls)) || event.type === 'RUN_FINISHED'
-      if (ends) {
-        yield { id: event.sequence, event: ending(run, event) }
-        return
+      const out = state.of(event)
+      if (ends) out.push(ending(run, event))
+      if (event.type === 'TOOL_CALLS_REQUESTED') rounds++
+      let sent = false
+      for (const [index, agUi] of out.entries()) {
+        if (earlier || hasIt(from.cursor, event.sequence, index)) {
+          reopening.skip(agUi)
+          continue
+        }
+        for (const opener of reopening.before(agUi)) yield { id: null, event: opener }
+        yield { id: `${event.sequence}-${index}`, event: agUi }
+        sent = true
       }
+      if (event.type === 'RUN_FINISHED' || (ends && sent)) return
     }
   } finally {
     await events.return?.()

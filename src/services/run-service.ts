@@ -223,6 +223,11 @@ export class RunService {
     return { sessionId: entry.sessionId, queueId: id, run: entry.runId ? await this.run(tenantId, entry.runId) : null }
   }
 
+  /** The session's entry admitted with this idempotency key; null when none was (or its key has expired). */
+  entryByIdempotencyKey(tenantId: string, sessionId: string, idempotencyKey: string): Promise<{ queueId: string } | null> {
+    return this.store.entries.findByIdempotencyKey(tenantId, sessionId, idempotencyKey)
+  }
+
   /** A queue entry's run, once it has started; null when the entry ended without one (cancelled while queued). */
   async startedRun(tenantId: string, queueId: string): Promise<RunRecord | null> {
     const found = await this.entryById(tenantId, queueId)

@@ -20,11 +20,13 @@ profiles:
     settings: { extra: { toolArguments: { city: Oslo } } }
     mcpServers:
       - { label: cities, url: "${mcpUrl}", allowedTools: [lookup_city, flaky_forecast], requireApproval: { never: [lookup_city] } }
+prompts:
+  - { id: greet, messages: [{ role: user, content: "Hello {{name}}" }] }
 `
 
 type Seen = BaseEvent & {
   delta?: string
-  metadata?: { promptlineSequence?: number; promptlineRunId?: string }
+  metadata?: { promptlineEventId?: string; promptlineRunId?: string }
   outcome?: { type: string; pendingToolCallIds?: string[]; interrupts?: { id: string; toolCallId: string; reason: string }[] }
   toolCallId?: string
   content?: string
@@ -86,6 +88,10 @@ describe.each(providers)('AG-UI through @ag-ui/client (%s)', (provider) => {
     expect(second[0]!.metadata!.promptlineRunId).toBe(runId)
     const recorded = (await gql(t.http.url, ADMIN_KEY, OpenAiRunDocument, { id: runId })).data!.run!
     expect(recorded.status).toBe('COMPLETED')
+    // the same runId again is the same AG-UI run: its stream once more, nothing run twice
+    const again = await run(a, { runId: 'run-answer', tools, forwardedProps: { profileId: 'fake-echo' } })
+    expect(again.map((e) => e.type)).toEqual(second.map((e) => e.type))
+    expect(textOf(again)).toBe('small stones')
     expect(recorded.toolRounds).toEqual([
       {
         calls: [{ callId: start.toolCallId, name: 'lookup', argumentsText: '{}' }],
@@ -111,17 +117,68 @@ describe.each(providers)('AG-UI through @ag-ui/client (%s)', (provider) => {
         },
       )
       .catch(() => {})
-    const cursor = head.findLast((e) => e.type === 'TEXT_MESSAGE_CONTENT')!.metadata!.promptlineSequence!
-    const again = agent('thread-cut', { 'Last-Event-ID': String(cursor) })
+    const cursor = head.findLast((e) => e.type === 'TEXT_MESSAGE_CONTENT')!.metadata!.promptlineEventId!
+    const again = agent('thread-cut', { 'Last-Event-ID': cursor })
     for (const m of messages) again.addMessage(m)
     const rest = await run(again, { runId: 'run-cut', forwardedProps: { profileId: 'fake-slow' } })
     // cut mid-run: some text came before the cut, the rest after it
     expect(textOf(head)).not.toBe('')
     expect(textOf(rest)).not.toBe('')
     expect(textOf(head) + textOf(rest)).toBe('a b c d e f g h')
-    const sequences = [...head, ...rest].flatMap((e) => (e.type === 'TEXT_MESSAGE_CONTENT' ? [e.metadata!.promptlineSequence!] : []))
-    expect(new Set(sequences).size).toBe(sequences.length)
+    const ids = [...head, ...rest].flatMap((e) => (e.type === 'TEXT_MESSAGE_CONTENT' ? [e.metadata!.promptlineEventId!] : []))
+    expect(new Set(ids).size).toBe(ids.length)
     expect(rest.at(-1)!.type).toBe('RUN_FINISHED')
+  })
+
+  it('gives each event its own increasing id, and a client cut after any event gets exactly the rest', async () => {
+    const messages = [{ id: 'u1', role: 'user' as const, content: 'one two three' }]
+    const whole = agent('thread-every-cut')
+    for (const m of messages) whole.addMessage(m)
+    const all = await run(whole, { runId: 'run-every-cut', forwardedProps: { profileId: 'fake-echo' } })
+    const idOf = (e: Seen) => e.metadata?.promptlineEventId
+    const numbered = all.filter((e) => idOf(e) !== undefined)
+    const order = numbered.map((e) => idOf(e)!.split('-').map(Number) as [number, number])
+    for (const [i, [sequence, index]] of order.entries())
+      if (i > 0) expect(sequence > order[i - 1]![0] || (sequence === order[i - 1]![0] && index > order[i - 1]![1])).toBe(true)
+    // neighbours made by one session event (a message's start and its first text) share its sequence
+    expect(new Set(order.map(([sequence]) => sequence)).size).toBeLessThan(order.length)
+    for (const [k, cut] of numbered.entries()) {
+      const again = agent('thread-every-cut', { 'Last-Event-ID': idOf(cut)! })
+      for (const m of messages) again.addMessage(m)
+      const rest = await run(again, { runId: 'run-every-cut', forwardedProps: { profileId: 'fake-echo' } })
+      expect(rest.filter((e) => idOf(e) !== undefined)).toEqual(numbered.slice(k + 1))
+      expect(textOf(all.slice(0, all.indexOf(cut) + 1)) + textOf(rest)).toBe('one two three')
+    }
+  })
+
+  it('streams the same run again for the same runId without Last-Event-ID', async () => {
+    const a = agent('thread-again')
+    a.addMessage({ id: 'u1', role: 'user', content: 'twice told' })
+    const first = await run(a, { runId: 'run-again', forwardedProps: { profileId: 'fake-echo' } })
+    const second = await run(a, { runId: 'run-again', forwardedProps: { profileId: 'fake-echo' } })
+    expect(second[0]!.metadata!.promptlineRunId).toBe(first[0]!.metadata!.promptlineRunId)
+    expect(second.map((e) => e.metadata?.promptlineEventId)).toEqual(first.map((e) => e.metadata?.promptlineEventId))
+    expect(textOf(second)).toBe('twice told')
+  })
+
+  it('answers a prompt whose variable is missing 400 RENDER, as JSON naming it', async () => {
+    const response = await fetch(`${t.http.url}/ag-ui`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${ADMIN_KEY}`, 'content-type': 'application/json' },
+      body: JSON.stringify({
+        threadId: 'thread-render',
+        runId: 'run-render',
+        messages: [{ id: 'u1', role: 'user', content: 'hi' }],
+        tools: [],
+        context: [],
+        state: {},
+        forwardedProps: { promptId: 'greet', profileId: 'fake-echo' },
+      }),
+    })
+    expect(response.status).toBe(400)
+    const body = (await response.json()) as { code: string; error: string }
+    expect(body.code).toBe('RENDER')
+    expect(body.error).toContain('name')
   })
 
   it('streams the result of an MCP call promptline made, and ends with an interrupt for a call awaiting approval, which a resume answers', async () => {
