@@ -60,9 +60,14 @@ function openaiContent(m: ChatMessage, files: FileBytes): string | ChatCompletio
   return [...(m.content === '' ? [] : [{ type: 'text' as const, text: m.content }]), ...m.parts.map((p) => openaiPart(p, files))]
 }
 
-/** Our messages in OpenAI's shape: calls on the assistant message, each result a `tool` message. */
+/**
+ * Our messages in OpenAI's shape: calls on the assistant message, each result a `tool` message
+ * (OpenAI has no error flag on one, so a failed call says so in its text, as Anthropic's `is_error` does).
+ */
 function toOpenAIMessage(m: ChatMessage, files: FileBytes): ChatCompletionMessageParam {
-  if (m.role === 'tool') return { role: 'tool', tool_call_id: m.toolCallId ?? '', content: m.content }
+  if (m.role === 'tool') {
+    return { role: 'tool', tool_call_id: m.toolCallId ?? '', content: m.isError ? `The tool call failed: ${m.content}` : m.content }
+  }
   if (m.role === 'assistant' && m.toolCalls && m.toolCalls.length > 0) {
     return {
       role: 'assistant',

@@ -92,7 +92,8 @@ export class McpPromptService {
         name: p.id,
         description: p.description ?? undefined,
         arguments: [
-          ...p.variables.map((name) => ({ name, required: false })),
+          // a template renders only with every variable it names: each is required
+          ...p.variables.map((name) => ({ name, required: true })),
           { name: 'label', description: 'The label whose version renders (default: production, else the newest).', required: false },
           { name: 'version', description: 'The version that renders, instead of a label.', required: false },
         ],

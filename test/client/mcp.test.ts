@@ -50,11 +50,15 @@ describe.each(providers)('promptline as an MCP server (%s)', (provider) => {
     await t?.stop({ dropDatabase: true })
   })
 
-  it('lists the prompts with their variables as arguments', async () => {
+  it('lists the prompts with their variables as required arguments, label and version optional', async () => {
     const { prompts } = await client.listPrompts()
     const greet = prompts.find((p) => p.name === 'greet')
     expect(greet).toMatchObject({ description: 'Greets someone.' })
-    expect(greet!.arguments!.map((a) => a.name)).toEqual(['name', 'label', 'version'])
+    expect(greet!.arguments!.map((a) => [a.name, a.required])).toEqual([
+      ['name', true],
+      ['label', false],
+      ['version', false],
+    ])
   })
 
   it('gets a prompt rendered at a label', async () => {

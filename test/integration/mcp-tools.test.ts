@@ -95,7 +95,9 @@ describe.each(providers)('MCP tools promptline calls itself (%s)', (provider) =>
       const next = JSON.stringify(second!.body)
       expect(next).toContain(JSON.stringify(`Oslo facts\n${STRUCTURED}`).slice(1, -1))
       expect(next).toContain('forecast service is down')
+      // the model is told which call failed: Anthropic's is_error, OpenAI's text
       if (profileId === 'an-plain') expect(next).toContain('"is_error":true')
+      else expect(next).toContain('The tool call failed: forecast service is down')
 
       const received = mcp.calls.slice(before)
       expect(received.map((c) => [c.name, c.arguments, c.authorization])).toEqual(
