@@ -132,15 +132,17 @@ function serveGraphqlWs(wss: WebSocketServer, yoga: App['yoga'], keys: App['keys
           params: payload,
           principal: principals.get(ctx.extra.socket),
         })
-        // a document that does not parse (or is empty) is the client's error: an `error` message, the socket stays open
+        // a document that does not parse, is empty, or a limit refuses (they throw) is the client's
+        // error: an `error` message for its id, and the socket and its other operations go on
         let document: DocumentNode
+        let errors: readonly GraphQLError[]
         try {
           document = parse(payload.query)
+          errors = validate(schema, document)
         } catch (error) {
           if (error instanceof GraphQLError) return [maskError(error)]
           throw error
         }
-        const errors = validate(schema, document)
         if (errors.length > 0) return errors
         const args: EnvelopedArgs = {
           schema,

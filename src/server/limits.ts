@@ -1,7 +1,13 @@
 import { EnvelopArmorPlugin } from '@escape.tech/graphql-armor'
 import { useCSRFPrevention } from '@graphql-yoga/plugin-csrf-prevention'
-import { useDisableIntrospection } from '@graphql-yoga/plugin-disable-introspection'
-import { type DocumentNode, type GraphQLError, getOperationAST, Kind, type SelectionSetNode } from 'graphql'
+import {
+  type DocumentNode,
+  type GraphQLError,
+  getOperationAST,
+  Kind,
+  NoSchemaIntrospectionCustomRule,
+  type SelectionSetNode,
+} from 'graphql'
 import { createGraphQLError, type Plugin } from 'graphql-yoga'
 import type { Principal } from '../domain/access.js'
 import { type ErrorCode, RateLimitedError, UnavailableError } from '../domain/errors.js'
@@ -74,6 +80,16 @@ function rootFields(document: DocumentNode, selectionSet: SelectionSetNode): num
 }
 
 /**
+ * graphql-js's rule refusing introspection, on every transport (yoga's plugin keys it on the
+ * HTTP request, so graphql-ws operations passed it).
+ */
+const noIntrospection: Plugin = {
+  onValidate({ addValidationRule }) {
+    addValidationRule(NoSchemaIntrospectionCustomRule)
+  },
+}
+
+/**
  * GraphQL Armor (depth, aliases, directives, tokens, cost), Yoga's CSRF prevention (a browser's
  * "simple" request must carry a custom header; Authorization counts), and introspection only
  * when the schema is public.
@@ -93,6 +109,6 @@ export function requestLimitPlugins(limits: RequestLimits, subscriptions: OpenSu
     useMutationRate(limiter),
     useSubscriptionCap(limits.subscriptionsPerKey, subscriptions),
     useCSRFPrevention({ requestHeaders: ['x-graphql-yoga-csrf', 'authorization'] }),
-    ...(limits.publicSchema ? [] : [useDisableIntrospection() as Plugin]),
+    ...(limits.publicSchema ? [] : [noIntrospection]),
   ]
 }

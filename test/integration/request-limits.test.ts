@@ -11,13 +11,16 @@ import { collect, wsClient } from '../helpers/ws-client.js'
 describe('request limits', () => {
   let t: TestServer
   let closed: TestServer
+  let wsLimited: TestServer
   beforeAll(async () => {
+    wsLimited = await startTestServer({ provider: 'sqlite', app: { requestLimits: { publicSchema: false, maxDepth: 5, maxCost: 1000 } } })
     t = await startTestServer({ provider: 'sqlite' })
     closed = await startTestServer({ provider: 'sqlite', app: { requestLimits: { publicSchema: false, maxDepth: 5, maxCost: 100 } } })
   })
   afterAll(async () => {
     await t?.stop({ dropDatabase: true })
     await closed?.stop({ dropDatabase: true })
+    await wsLimited?.stop({ dropDatabase: true })
   })
 
   const post = (server: TestServer, body: string, headers: Record<string, string> = {}) =>
@@ -196,6 +199,59 @@ describe('request limits', () => {
       await client.dispose()
     }
   })
+
+  // on a server whose depth and cost limits are lowered, and whose schema is not public
+  it.each([
+    [
+      'past the token limit',
+      `subscription { ${Array.from({ length: 1000 }, (_, i) => `a${i}: sessionEvents(sessionId: "s") { sequence }`).join(' ')} }`,
+      'QUERY_TOO_COMPLEX',
+    ],
+    [
+      'nested past the depth limit',
+      'subscription { sessionEvents(sessionId: "s") { ... on TokenDeltaEvent { run { session { queue { run { id } } } } } } }',
+      'QUERY_TOO_COMPLEX',
+    ],
+    [
+      'over the cost limit',
+      `query { ${Array.from({ length: 100 }, (_, i) => `s${i}: sessions { edges { node { id title } } }`).join(' ')} }`,
+      'QUERY_TOO_COMPLEX',
+    ],
+    ['that introspects the schema', '{ __schema { types { name } } }', 'INVALID_REQUEST'],
+    ['naming a field that does not exist', 'subscription { sessionEvents(sessionId: "s") { nothingHere } }', 'INVALID_REQUEST'],
+  ])(
+    'answers an operation %s with an error for its id over graphql-ws; the socket and its other subscriptions go on',
+    async (_name, source, code) => {
+      const client = wsClient(wsLimited.http.url)
+      const closes: number[] = []
+      client.on('closed', (event) => closes.push((event as { code: number }).code))
+      try {
+        const sessionId = await createSession(wsLimited, `ws-refused-${_name.replaceAll(' ', '-')}`)
+        const live = client.iterate({
+          query: 'subscription ($id: ID!) { sessionEvents(sessionId: $id) { sequence } }',
+          variables: { id: sessionId },
+        })
+        const errors = await new Promise<readonly { extensions?: { code?: string } }[]>((resolve, reject) =>
+          client.subscribe(
+            { query: source },
+            {
+              next: () => reject(new Error('answered')),
+              error: (e) => resolve(e as never),
+              complete: () => reject(new Error('completed')),
+            },
+          ),
+        )
+        expect(errors[0]!.extensions?.code).toBe(code)
+        // the subscription opened before it still delivers on the same socket
+        await enqueue(wsLimited, { sessionId, input: 'still here', profileId: 'fake-echo' })
+        expect((await live.next()).done).toBe(false)
+        await live.return?.()
+        expect(closes).toEqual([])
+      } finally {
+        await client.dispose()
+      }
+    },
+  )
 
   it('closes a WebSocket that sends a message over the limit', async () => {
     const socket = new WebSocket(`${t.http.url.replace('http', 'ws')}/graphql`, 'graphql-transport-ws')
