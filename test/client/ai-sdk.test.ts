@@ -5,14 +5,7 @@ import { z } from 'zod'
 import { OpenAiRunDocument, OpenAiSessionMessagesDocument } from '../generated/graphql.js'
 import { ADMIN_KEY, gql, startWithAdminKey } from '../helpers/key-checks.js'
 import type { TestServer } from '../helpers/server.js'
-
-// The fake calls the tools a message names, with these arguments; given results, it echoes them.
-const CATALOG = `
-backends:
-  - { id: fake, kind: FAKE }
-profiles:
-  - { id: fake-echo, backendId: fake, model: echo, settings: { extra: { toolArguments: { city: Paris } } } }
-`
+import { TOOL_LOOP_CATALOG as CATALOG } from '../helpers/tool-loop-catalog.js'
 
 const weather = tool({
   description: 'The weather in a city',

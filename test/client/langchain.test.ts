@@ -5,14 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { z } from 'zod'
 import { ADMIN_KEY, startWithAdminKey } from '../helpers/key-checks.js'
 import type { TestServer } from '../helpers/server.js'
-
-// The fake calls the tools a message names, with these arguments; given results, it echoes them.
-const CATALOG = `
-backends:
-  - { id: fake, kind: FAKE }
-profiles:
-  - { id: fake-echo, backendId: fake, model: echo, settings: { extra: { toolArguments: { city: Paris } } } }
-`
+import { TOOL_LOOP_CATALOG as CATALOG } from '../helpers/tool-loop-catalog.js'
 
 const weather = tool(async ({ city }) => `Sunny in ${city}`, {
   name: 'weather',
