@@ -235,15 +235,19 @@ export class RunService {
     if (found.run) return found.run
     const events = (await this.sessionEvents(tenantId, found.sessionId, null))[Symbol.asyncIterator]()
     try {
-      // it may have started between the read and the subscription
-      const now = await this.entryById(tenantId, queueId)
-      if (now?.run) return now.run
+      // the live stream attaches on its first read, so the run may have started before it: the
+      // store is read again once the stream has delivered, and when it ends
+      let attached = false
       for (let next = await events.next(); !next.done; next = await events.next()) {
         const event = next.value
         if (event.type === 'RUN_STARTED' && event.run.queueId === queueId) return event.run
-        if (event.type === 'QUEUE_ENTRY' && event.entry.queueId === queueId && event.kind === 'FINISHED') return null
+        if (event.type === 'QUEUE_ENTRY' && event.entry.queueId === queueId && event.kind === 'FINISHED') break
+        if (attached) continue
+        attached = true
+        const now = await this.entryById(tenantId, queueId)
+        if (now?.run) return now.run
       }
-      return null
+      return (await this.entryById(tenantId, queueId))?.run ?? null
     } finally {
       await events.return?.()
     }
