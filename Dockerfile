@@ -10,9 +10,9 @@ COPY prisma.config.ts codegen.ts tsconfig.json tsconfig.build.json ./
 COPY scripts ./scripts
 COPY test/operations ./test/operations
 COPY schema ./schema
-# npm ci builds the console (postinstall): its sources and the client it uses
+# npm ci builds the server and the console (postinstall): their sources
 COPY console ./console
-COPY src/client ./src/client
+COPY src ./src
 RUN npm ci --no-audit --no-fund
 COPY . .
 RUN npm run build

@@ -1,8 +1,9 @@
 // npm run bench [-- --profile]: promptline built and run in a process of its own on a fresh
 // SQLite file, the openai backend (real SDK) against a local fake OpenAI server, in both client
 // shapes (bench/shapes.ts) beside the floor, at 0 and 5 ms per token and 1, 10 and 50 clients.
-// Prints the table (and a Markdown copy for the README), then the server's CPU over a minute with
-// no traffic after the first delay's load, and writes bench/results.json.
+// First, `npm start` to healthy on a new SQLite file and again on it. Prints the table (and a
+// Markdown copy for the README), then the server's CPU over a minute with no traffic after the
+// first delay's load, and writes bench/results.json.
 // --profile writes CPU profiles of the server at each delay's busiest level to bench/profiles/ and
 // prints its busy CPU there by package. BENCH_DELAYS, BENCH_CLIENTS
 // and BENCH_SHAPES (comma lists) narrow the matrix; BENCH_NODE_FLAGS passes flags to the server's
@@ -15,6 +16,7 @@ import { round } from './drive.js'
 import { PROFILE_DIR, PromptlineProcess, ROOT, startChild, stop } from './processes.js'
 import { busyByPackage, isDatabaseRuntime } from './profile-by-package.js'
 import { floorLevel, promptlineLevel, type Shape, type Workload } from './shapes.js'
+import { startTimes } from './start.js'
 
 const TOKENS_PER_RUN = 200
 const list = (name: string, fallback: string) => (process.env[name] ?? fallback).split(',')
@@ -153,6 +155,10 @@ function markdown(rows: Record<string, unknown>[]): string {
 
 async function main() {
   execFileSync('npm', ['run', 'build', '--silent'], { cwd: ROOT, stdio: 'inherit' })
+  const start = await startTimes()
+  console.log(
+    `npm start to a healthy server: ${start.newDatabaseMs} ms on a new SQLite file (migrated), ${start.secondStartMs} ms again on it`,
+  )
   const rows = []
   const tokenCounts = []
   for (const delayMs of DELAYS) {
@@ -176,7 +182,7 @@ async function main() {
   const file = path.join(ROOT, 'bench/results.json')
   writeFileSync(
     file,
-    `${JSON.stringify({ at: new Date().toISOString(), node: process.version, rows, tokenCounts, idleCpuPercent }, null, 2)}\n`,
+    `${JSON.stringify({ at: new Date().toISOString(), node: process.version, start, rows, tokenCounts, idleCpuPercent }, null, 2)}\n`,
   )
   console.log(`written to ${path.relative(process.cwd(), file)}`)
   for (const { level, total, shares } of profiles) {

@@ -27,32 +27,41 @@ const parsedWith = <T>(parse: (text: string) => T) =>
     try {
       return parse(text)
     } catch (error) {
-      ctx.addIssue({ code: 'custom', message: (error as Error).message })
+      ctx.addIssue({ code: 'custom', message: (error as Error).message, params: { parser: true } })
       return z.NEVER
     }
   })
 
-const count = (fallback: number, min = 1) => z.coerce.number().int().min(min).default(fallback)
+/** A whole number of at least `min` (and at most `max`), said so when it is not. */
+const wholeNumber = (min: number, max?: number, what = 'a whole number') => {
+  const error = max === undefined ? `must be ${what}, at least ${min}` : `must be ${what}, ${min} to ${max}`
+  const atLeast = z.coerce.number({ error }).int({ error }).min(min, { error })
+  return max === undefined ? atLeast : atLeast.max(max, { error })
+}
+const count = (fallback: number, min = 1) => wholeNumber(min).default(fallback)
+const oneOf = <const T extends readonly [string, ...string[]]>(values: T) =>
+  z.enum(values, { error: `must be one of ${values.join(', ')}` })
+const httpUrl = z.url({ protocol: /^https?$/, error: 'must be an http:// or https:// URL' })
 
 const configSchema = z.object({
   HOST: z.string().min(1).default('127.0.0.1'),
-  PORT: z.coerce.number().int().min(0).max(65535).default(4000),
+  PORT: wholeNumber(0, 65535, 'a port number').default(4000),
   PROMPTLINE_KEEP_ALIVE_MS: count(65_000, 1000),
   DATABASE_URL: z
     .string()
     .regex(/^(file:|postgres(ql)?:\/\/)/, 'must be a file: URL (SQLite) or a postgres:// / postgresql:// URL')
     .default('file:./data/promptline.db'),
-  REDIS_URL: z.url({ protocol: /^rediss?$/ }).optional(),
+  REDIS_URL: z.url({ protocol: /^rediss?$/, error: 'must be a redis:// or rediss:// URL' }).optional(),
   PROMPTLINE_REDIS_PREFIX: z
     .string()
     .regex(/^[A-Za-z0-9_.:-]{1,64}$/, 'must be 1-64 of A-Z a-z 0-9 _ . : -')
     .default('promptline:'),
   PROMPTLINE_CATALOG: z.string().min(1).default(path.join(PROJECT_ROOT, 'catalog')),
   PROMPTLINE_API_KEYS: parsedWith(parseApiKeys).optional(),
-  PROMPTLINE_LIMITS_WITHOUT_REDIS: z.enum(['deny', 'allow']).default('deny'),
-  PROMPTLINE_ALLOW_OPEN: z.enum(['0', '1']).default('0'),
+  PROMPTLINE_LIMITS_WITHOUT_REDIS: oneOf(['deny', 'allow']).default('deny'),
+  PROMPTLINE_ALLOW_OPEN: oneOf(['0', '1']).default('0'),
   PROMPTLINE_BUDGETS: parsedWith(parseBudgets).optional(),
-  PROMPTLINE_PUBLIC_SCHEMA: z.enum(['0', '1']).default('1'),
+  PROMPTLINE_PUBLIC_SCHEMA: oneOf(['0', '1']).default('1'),
   PROMPTLINE_MAX_DEPTH: count(DEFAULT_REQUEST_LIMITS.maxDepth),
   PROMPTLINE_MAX_ALIASES: count(DEFAULT_REQUEST_LIMITS.maxAliases, 0),
   PROMPTLINE_MAX_DIRECTIVES: count(DEFAULT_REQUEST_LIMITS.maxDirectives, 0),
@@ -80,8 +89,8 @@ const configSchema = z.object({
     .string()
     .regex(/^\s*[A-Za-z0-9][A-Za-z0-9_.-]*(\s*,\s*[A-Za-z0-9][A-Za-z0-9_.-]*)*\s*$/, 'must be label names separated by commas')
     .optional(),
-  LOG_LEVEL: z.enum(LOG_LEVELS).default('info'),
-  LOG_FORMAT: z.enum(LOG_FORMATS).optional(),
+  LOG_LEVEL: oneOf(LOG_LEVELS).default('info'),
+  LOG_FORMAT: oneOf(LOG_FORMATS).optional(),
   PROMPTLINE_MAX_OUTSTANDING_PER_SESSION: count(DEFAULT_QUEUE_LIMITS.maxOutstandingPerSession),
   PROMPTLINE_MAX_OUTSTANDING_BYTES_PER_SESSION: count(DEFAULT_QUEUE_LIMITS.maxOutstandingBytesPerSession),
   PROMPTLINE_MAX_PENDING_ADMISSIONS: count(DEFAULT_QUEUE_LIMITS.maxPendingAdmissions),
@@ -100,12 +109,12 @@ const configSchema = z.object({
   PROMPTLINE_STALE_MS: count(DEFAULT_DURABILITY_TIMES.staleMs, 10),
   PROMPTLINE_INFLIGHT_GRACE_MS: count(DEFAULT_DURABILITY_TIMES.inFlightGraceMs, 0),
   PROMPTLINE_NO_PROGRESS_MS: count(DEFAULT_DURABILITY_TIMES.noProgressMs, 10),
-  PROMPTLINE_REAP_INTERVAL_MS: z.coerce.number().int().min(10).optional(),
+  PROMPTLINE_REAP_INTERVAL_MS: wholeNumber(10).optional(),
   PROMPTLINE_WEBHOOK_SECRET: parsedWith(checkSecret).optional(),
   PROMPTLINE_WEBHOOK_SECRETS: parsedWith(parseWebhookSecrets).optional(),
   PROMPTLINE_WEBHOOK_RETRY_MS: parsedWith(parseRetryDelays).optional(),
-  OTEL_EXPORTER_OTLP_ENDPOINT: z.url({ protocol: /^https?$/ }).optional(),
-  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: z.url({ protocol: /^https?$/ }).optional(),
+  OTEL_EXPORTER_OTLP_ENDPOINT: httpUrl.optional(),
+  OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: httpUrl.optional(),
   OTEL_SERVICE_NAME: z.string().min(1).max(256).default('promptline'),
 })
 
@@ -155,7 +164,7 @@ export interface Config {
 /** Hosts only this machine can reach: without API keys the server listens on nothing else. */
 const LOOPBACK_HOSTS = new Set(['127.0.0.1', 'localhost', '::1'])
 
-/** A bad environment variable; the message is one line that names it. */
+/** A bad environment variable; the message is one line that names it, what it must be, and (unless it may hold a secret) its value. */
 export class ConfigError extends Error {
   override name = 'ConfigError'
 }
@@ -167,6 +176,9 @@ const nameList = (value: string | undefined): string[] =>
     .map((n) => n.trim())
     .filter(Boolean)
 
+/** Variables whose values may hold a password (in a URL): never repeated in an error. */
+const UNECHOED = new Set(['DATABASE_URL', 'REDIS_URL'])
+
 type ParsedEnv = z.infer<typeof configSchema>
 
 /** The environment parsed, with the checks that span variables. */
@@ -175,18 +187,21 @@ function parseEnv(env: Record<string, string | undefined>): ParsedEnv {
   const parsed = configSchema.safeParse(present)
   if (!parsed.success) {
     const issue = parsed.error.issues[0]!
-    throw new ConfigError(`invalid environment variable ${String(issue.path[0])}: ${issue.message}`)
+    const name = String(issue.path[0])
+    // a domain parser's message names the entry at fault itself, and may be about a secret
+    if (issue.code === 'custom' && issue.params?.parser) throw new ConfigError(`${name}: ${issue.message}`)
+    throw new ConfigError(`${name} ${issue.message}${UNECHOED.has(name) ? '' : ` (got '${present[name]}')`}`)
   }
   const c = parsed.data
   if (c.PROMPTLINE_STALE_MS <= c.PROMPTLINE_HEARTBEAT_MS) {
     throw new ConfigError(
-      'invalid environment variable PROMPTLINE_STALE_MS: must be longer than PROMPTLINE_HEARTBEAT_MS, or live runs would be reaped',
+      `PROMPTLINE_STALE_MS must be longer than PROMPTLINE_HEARTBEAT_MS, or live runs would be reaped (got ${c.PROMPTLINE_STALE_MS} and ${c.PROMPTLINE_HEARTBEAT_MS})`,
     )
   }
   const keyed = c.PROMPTLINE_API_KEYS && c.PROMPTLINE_API_KEYS.length > 0
   if (!keyed && !LOOPBACK_HOSTS.has(c.HOST) && c.PROMPTLINE_ALLOW_OPEN !== '1') {
     throw new ConfigError(
-      `invalid environment variable HOST: ${c.HOST} is reachable from other machines and no PROMPTLINE_API_KEYS are set; set keys, or PROMPTLINE_ALLOW_OPEN=1 to serve everyone as one tenant`,
+      `HOST ${c.HOST} is reachable from other machines and no PROMPTLINE_API_KEYS are set; set keys, or PROMPTLINE_ALLOW_OPEN=1 to serve everyone as one tenant`,
     )
   }
   return c

@@ -2,12 +2,12 @@ import { CatalogFileError } from './catalog/files.js'
 import { type Config, ConfigError, loadConfig } from './config.js'
 import { createLogger, type Logger } from './domain/logger.js'
 import { type App, type AppOptions, createApp } from './server/app.js'
-import { startHttpServer } from './server/http.js'
+import { PortInUseError, startHttpServer } from './server/http.js'
 import { startTracing } from './server/tracing.js'
 
-/** A mistake in the environment or the catalog files: said in one line, and the process exits. */
+/** A mistake in the environment or the catalog files, or a port taken: said in one line, and the process exits. */
 function exitOnMistake(err: unknown): never {
-  if (err instanceof ConfigError || err instanceof CatalogFileError) {
+  if (err instanceof ConfigError || err instanceof CatalogFileError || err instanceof PortInUseError) {
     process.stderr.write(`promptline: ${err.message}\n`)
     process.exit(1)
   }
@@ -73,7 +73,7 @@ async function main(): Promise<void> {
   const logger = createLogger(config.logLevel, undefined, config.logFormat)
   const stopTracing = config.tracing ? await startTracing(config.tracing, logger) : async () => {}
   const app = await createApp(appOptions(config), (name) => process.env[name], logger).catch(exitOnMistake)
-  const http = await startHttpServer(app, config.host, config.port, config.keepAliveMs)
+  const http = await startHttpServer(app, config.host, config.port, config.keepAliveMs).catch(exitOnMistake)
   logger.info('promptline listening', { url: `${http.url}/graphql`, database: app.store.provider, redis: config.redisUrl !== null })
   // the one line shown whatever the level, for whoever started it; a JSON line where lines are JSON
   const ready = `GraphiQL at ${http.url}/graphql`

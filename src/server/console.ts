@@ -3,7 +3,7 @@ import path from 'node:path'
 import { fileURLToPath } from 'node:url'
 import type { Plugin } from 'graphql-yoga'
 
-/** Where `npm run build:console` (part of npm install and npm start) puts the console: dist/console, from src/server or dist/server. */
+/** Where `npm run build` (part of npm install and npm start) puts the console: dist/console, from src/server or dist/server. */
 const CONSOLE_DIR = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../dist/console')
 
 const TYPES: Record<string, string> = {
@@ -46,7 +46,7 @@ export function useConsole(dir = CONSOLE_DIR): Plugin {
       const file = asset ?? 'index.html'
       const body = await read(file)
       if (!body) {
-        const missing = asset ? 'no such file' : 'the console is not built: run npm run build:console'
+        const missing = asset ? 'no such file' : 'the console is not built: run npm run build'
         return endResponse(new fetchAPI.Response(missing, { status: asset ? 404 : 503, headers: { 'content-type': 'text/plain' } }))
       }
       const headers = {

@@ -22,6 +22,14 @@ export interface HttpServer {
  */
 const DEFAULT_KEEP_ALIVE_MS = 65_000
 
+/** The port is taken: said in one line by main, which exits. */
+export class PortInUseError extends Error {
+  constructor(host: string, port: number) {
+    super(`port ${port} on ${host} is in use (another promptline?): stop that process or set PORT to a free port`)
+    this.name = 'PortInUseError'
+  }
+}
+
 /** graphql-ws close code for a socket without a valid key (4403, its default on refusal, means forbidden). */
 const CLOSE_UNAUTHORIZED = 4401
 /** graphql-ws close code for a socket whose key was revoked while it was open. */
@@ -56,17 +64,18 @@ export async function startHttpServer(
   server.keepAliveTimeout = keepAliveMs
   // a request's headers may take as long as the connection may idle before them
   server.headersTimeout = keepAliveMs + 1000
-  const wss = new WebSocketServer({ server, path: yoga.graphqlEndpoint, maxPayload: limits.maxBodyBytes })
-  wss.on('connection', (ws, request) => batchFrames(ws, request.socket))
-  const stopClosing = serveGraphqlWs(wss, yoga, keys)
-
   await new Promise<void>((resolve, reject) => {
-    server.once('error', reject)
+    server.once('error', (err: NodeJS.ErrnoException) => reject(err.code === 'EADDRINUSE' ? new PortInUseError(host, port) : err))
     server.listen(port, host, () => {
-      server.off('error', reject)
+      server.removeAllListeners('error')
       resolve()
     })
   })
+  // attached once bound: before, a failed listen would reach graphql-ws as a WebSocket server error
+  // (logged with its stack); no connection can arrive before this continuation runs
+  const wss = new WebSocketServer({ server, path: yoga.graphqlEndpoint, maxPayload: limits.maxBodyBytes })
+  wss.on('connection', (ws, request) => batchFrames(ws, request.socket))
+  const stopClosing = serveGraphqlWs(wss, yoga, keys)
   const address = server.address() as AddressInfo
   const hostForUrl = address.family === 'IPv6' ? `[${address.address}]` : address.address
 
@@ -84,11 +93,6 @@ export async function startHttpServer(
   }
 }
 
-/**
- * graphql-ws on `wss`, through `yoga.getEnveloped`, so both transports share plugins, masking and
- * the context factory; a socket is authenticated once, on connection_init, and closed with 4403
- * when its key is revoked. Answers a function that stops watching for revocations.
- */
 /** The sockets authenticated with each key, closed with 4403 when the key is revoked or expires; `stop` ends that. */
 function socketsByKey(keys: App['keys']) {
   const byKey = new Map<string, Set<WebSocket>>()
@@ -106,6 +110,11 @@ function socketsByKey(keys: App['keys']) {
   return { track, stop }
 }
 
+/**
+ * graphql-ws on `wss`, through `yoga.getEnveloped`, so both transports share plugins, masking and
+ * the context factory; a socket is authenticated once, on connection_init, and closed with 4403
+ * when its key is revoked. Answers a function that stops watching for revocations.
+ */
 function serveGraphqlWs(wss: WebSocketServer, yoga: App['yoga'], keys: App['keys']): () => void {
   // a socket is authenticated once, on connection_init; its operations run as that principal
   const principals = new WeakMap<object, Principal>()

@@ -103,7 +103,7 @@ describe('config from the environment', () => {
   })
 
   it('listens beyond loopback without keys only when told to', () => {
-    expect(() => loadConfig({ HOST: '0.0.0.0' })).toThrow(/HOST: 0.0.0.0 .*PROMPTLINE_ALLOW_OPEN=1/)
+    expect(() => loadConfig({ HOST: '0.0.0.0' })).toThrow(/^HOST 0.0.0.0 .*PROMPTLINE_ALLOW_OPEN=1/)
     expect(loadConfig({ HOST: '0.0.0.0', PROMPTLINE_ALLOW_OPEN: '1' }).host).toBe('0.0.0.0')
     expect(loadConfig({ HOST: '0.0.0.0', PROMPTLINE_API_KEYS: 'a-long-enough-key-123:acme:admin' }).host).toBe('0.0.0.0')
     expect(loadConfig({ HOST: '::1' }).host).toBe('::1')
@@ -151,6 +151,19 @@ describe('config from the environment', () => {
   ])('names %s when its value %j is bad', (name, value) => {
     const env = { PROMPTLINE_HEARTBEAT_MS: '5000', [name]: value }
     expect(() => loadConfig(env)).toThrow(ConfigError)
-    expect(() => loadConfig(env)).toThrow(new RegExp(`^invalid environment variable ${name}: `))
+    expect(() => loadConfig(env)).toThrow(new RegExp(`^${name} must `))
+  })
+
+  it.each([
+    ['PORT', 'abc', "PORT must be a port number, 0 to 65535 (got 'abc')"],
+    ['PROMPTLINE_MAX_DEPTH', '2.5', "PROMPTLINE_MAX_DEPTH must be a whole number, at least 1 (got '2.5')"],
+    ['LOG_LEVEL', 'loud', "LOG_LEVEL must be one of debug, info, warn, error, silent (got 'loud')"],
+  ])('says what %s must be and what it got', (name, value, message) => {
+    expect(() => loadConfig({ [name]: value })).toThrow(message)
+  })
+
+  it('never repeats a value that may hold a secret', () => {
+    expect(() => loadConfig({ DATABASE_URL: 'mysql://admin:hunter2@h/db' })).toThrow(/^DATABASE_URL must be [^']*$/)
+    expect(() => loadConfig({ DATABASE_URL: 'mysql://admin:hunter2@h/db' })).not.toThrow(/hunter2/)
   })
 })
