@@ -8,6 +8,7 @@ import type { ChatMessage, RunRecord } from '../domain/records.js'
 import { type ChatChunk, chatChunks, wholeCompletion } from './openai-chat-chunks.js'
 import {
   mediaPart,
+  metadataSchema,
   modelTarget,
   outputFields,
   parseBody,
@@ -56,7 +57,7 @@ const functionSchema = z.object({
 const chatSchema = z
   .object({
     model: z.string().min(1).max(256),
-    messages: z.array(messageSchema).min(1).max(1000),
+    messages: z.array(messageSchema).max(1000),
     stream: z.boolean().nullish(),
     stream_options: z.object({ include_usage: z.boolean().nullish() }).passthrough().nullish(),
     temperature: z.number().min(0).max(2).nullish(),
@@ -86,7 +87,7 @@ const chatSchema = z
       .nullish(),
     profile: z.string().nullish(),
     prompt_variables: promptVariablesSchema,
-    metadata: z.object({ prompt_variables: promptVariablesSchema }).passthrough().nullish(),
+    metadata: metadataSchema,
   })
   .passthrough()
 
@@ -128,7 +129,7 @@ export class OpenAIChatService {
     const input = {
       sessionId,
       ...modelTarget(request.model, request.profile),
-      messages,
+      ...(messages.length > 0 && { messages }),
       variables: request.prompt_variables ?? request.metadata?.prompt_variables ?? null,
       overrides: overridesOf(request),
       ...toolFields(
@@ -194,8 +195,10 @@ function parseChat(body: unknown): ChatRequest {
   const request = parseBody(chatSchema, body)
   refuseUnsupported(request, UNSUPPORTED)
   if ((request.n ?? 1) !== 1) throw new UnsupportedParameterError('promptline answers one choice: n must be 1', 'n')
-  const last = request.messages.at(-1)!
-  if (last.role === 'assistant') throw InvalidRequestError.at('messages', 'the last message must not be an assistant message')
+  const last = request.messages.at(-1)
+  if (!last && !request.model.startsWith('prompt:'))
+    throw InvalidRequestError.at('messages', 'must hold at least one message (only a prompt:<id> model runs with none)')
+  if (last?.role === 'assistant') throw InvalidRequestError.at('messages', 'the last message must not be an assistant message')
   return request
 }
 

@@ -3,7 +3,14 @@ import type { ContentPart } from '../domain/content-parts.js'
 import { InvalidRequestError } from '../domain/errors.js'
 import type { ChatMessage, RunRequest } from '../domain/records.js'
 import type { ToolRound } from '../domain/tool-rounds.js'
-import { mediaPart, parseBody, promptVariablesSchema, refuseUnsupported, UnsupportedParameterError } from './openai-shapes.js'
+import {
+  mediaPart,
+  metadataSchema,
+  parseBody,
+  promptVariablesSchema,
+  refuseUnsupported,
+  UnsupportedParameterError,
+} from './openai-shapes.js'
 
 const inputPartSchema = z.discriminatedUnion('type', [
   z.object({ type: z.enum(['input_text', 'output_text']), text: z.string() }),
@@ -61,7 +68,7 @@ const responseSchema = z
     max_output_tokens: z.number().int().min(1).nullish(),
     temperature: z.number().min(0).max(2).nullish(),
     top_p: z.number().min(0).max(1).nullish(),
-    metadata: z.record(z.string(), z.unknown()).nullish(),
+    metadata: metadataSchema,
     store: z.boolean().nullish(),
     stream: z.boolean().nullish(),
     background: z.boolean().nullish(),

@@ -137,7 +137,7 @@ export class OpenAIResponsesService {
         ? { promptRef: promptRefOf(request.prompt), profileId: request.profile ?? profileModel(request.model) }
         : modelTarget(request.model!, request.profile)),
       messages: conversationOf(request, referenced),
-      variables: request.prompt?.variables ?? (request.metadata?.prompt_variables as Record<string, unknown> | undefined) ?? null,
+      variables: request.prompt?.variables ?? request.metadata?.prompt_variables ?? null,
       overrides: overridesOf(request),
       ...toolFields(
         request.tools?.map((t) => ({ ...t, name: t.name! })),

@@ -45,6 +45,36 @@ export function modelTarget(model: string, profile: string | null | undefined): 
 /** The prompt's variables: `prompt_variables`, or `metadata.prompt_variables` for SDKs that refuse unknown fields. */
 export const promptVariablesSchema = z.record(z.string(), z.unknown()).nullish()
 
+/**
+ * `metadata`, whose `prompt_variables` may also be JSON text: OpenAI types `metadata` as strings
+ * to strings, so a typed SDK can send the variables only that way.
+ */
+export const metadataSchema = z
+  .object({
+    prompt_variables: z
+      .union([
+        z.record(z.string(), z.unknown()),
+        z.string().transform((text, ctx) => {
+          const parsed = parseJsonObject(text)
+          if (parsed) return parsed
+          ctx.addIssue({ code: 'custom', message: 'must be an object of variables, or that object as JSON text' })
+          return z.NEVER
+        }),
+      ])
+      .nullish(),
+  })
+  .passthrough()
+  .nullish()
+
+function parseJsonObject(text: string): Record<string, unknown> | null {
+  try {
+    const value: unknown = JSON.parse(text)
+    return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : null
+  } catch {
+    return null
+  }
+}
+
 /** `GET /v1/models`: the profiles and prompts the key may use. */
 export async function listModels(catalog: CatalogService, principal: Principal) {
   const { allowedProfiles, allowedPrompts } = principal.policy ?? { allowedProfiles: null, allowedPrompts: null }

@@ -245,6 +245,23 @@ describe.each(providers)('Chat Completions through the openai SDK (%s)', (provid
     expect(session.messages.map((m) => m.content)).toEqual(['Hello Ada', 'and then this', 'and then this'])
   })
 
+  it('runs a prompt:<id> model with no messages, its variables as the JSON text a typed metadata allows', async () => {
+    await gql(t.http.url, ADMIN_KEY, UpsertPromptDocument, {
+      input: { id: 'hello-to', messages: [{ role: 'USER', content: 'Hello {{name}}' }], defaultProfileId: 'fake-echo' },
+    })
+    const completion = await client.chat.completions.create({
+      model: 'prompt:hello-to',
+      messages: [],
+      metadata: { prompt_variables: JSON.stringify({ name: 'Grace' }) },
+    })
+    expect(completion.choices[0]!.message.content).toBe('Hello Grace')
+    const refused = await client.chat.completions
+      .create({ model: 'prompt:hello-to', messages: [], metadata: { prompt_variables: 'not json' } })
+      .catch((e: unknown) => e)
+    expect(refused).toMatchObject({ status: 400, param: 'metadata.prompt_variables' })
+    const bare = await client.chat.completions.create({ model: 'fake-echo', messages: [] }).catch((e: unknown) => e)
+    expect(bare).toMatchObject({ status: 400, param: 'messages' })
+  })
   it('pauses a run at its tool calls and continues the same run with their results', async () => {
     const tools = [{ type: 'function' as const, function: { name: 'lookup', parameters: { type: 'object', properties: {} } } }]
     const asked = [{ role: 'user' as const, content: 'please lookup a word' }]
