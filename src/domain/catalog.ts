@@ -45,6 +45,7 @@ export interface CatalogReader {
   /** A stored version of a prompt id as the tenant sees it (its own, else the catalog file's). */
   getPromptVersion(tenantId: string, id: string, version: number): Promise<PromptVersion | null>
   getPromptLabel(tenantId: string, promptId: string, name: string): Promise<PromptLabel | null>
+  listPromptLabels(tenantId: string, promptId: string): Promise<PromptLabel[]>
   getProfile(tenantId: string, id: string): Promise<Profile | null>
   getBackend(id: string): Backend | null
 }

@@ -61,8 +61,9 @@ export class NotFoundError extends PromptlineError {
   constructor(
     readonly kind: string,
     readonly id: string,
+    message = `${kind} '${id}' not found`,
   ) {
-    super(`${kind} '${id}' not found`)
+    super(message)
   }
 }
 

@@ -33,12 +33,19 @@ export async function choosePrompt(
   if (name === LATEST_LABEL) return { prompt: current, label: LATEST_LABEL, bucket: null }
   const label = await catalog.getPromptLabel(tenantId, current.id, name)
   if (!label) {
-    if (request.promptLabel !== undefined) throw new NotFoundError('prompt label', `${current.id}@${name}`)
+    if (request.promptLabel !== undefined) throw await labelNotFound(catalog, tenantId, current.id, name)
     return { prompt: current, label: LATEST_LABEL, bucket: null }
   }
   if (!label.split) return { prompt: await version(label.version), label: name, bucket: null }
   const bucket = splitBucket(sessionId, name)
   return { prompt: await version(versionInSplit(label.split, bucket)), label: name, bucket }
+}
+
+/** A missing label's error, naming the labels the prompt has so the fix is in the message. */
+async function labelNotFound(catalog: CatalogReader, tenantId: string, promptId: string, name: string): Promise<NotFoundError> {
+  const labels = (await catalog.listPromptLabels(tenantId, promptId)).map((l) => l.name)
+  const has = labels.length > 0 ? `its labels: ${labels.join(', ')}` : 'it has no labels yet (setPromptLabel adds one)'
+  return new NotFoundError('prompt label', `${promptId}@${name}`, `label '${name}' of prompt '${promptId}' not found; ${has}`)
 }
 
 /** The prompt as it was at `version`: its current self, or a stored version under its id and description. */

@@ -200,7 +200,10 @@ describe.each(providers)('prompt versions and labels (%s)', (provider) => {
     const missing = await t.request(RunPromptRefDocument, {
       input: { sessionId: session, promptRef: { id: 'refs', label: 'nope' }, input: 'x' },
     })
-    expect(missing.data?.runPrompt).toMatchObject({ __typename: 'NotFoundError', message: "prompt label 'refs@nope' not found" })
+    expect(missing.data?.runPrompt).toMatchObject({
+      __typename: 'NotFoundError',
+      message: "label 'nope' of prompt 'refs' not found; its labels: production",
+    })
 
     const byLabel = await t.request(RunsOfPromptDocument, { promptId: 'refs', promptLabel: 'production' })
     expect(byLabel.data!.runs.edges.map((e) => e.node.promptVersion)).toEqual([1])

@@ -50,6 +50,7 @@ const catalog: CatalogReader = {
   getPrompt: async (_t, id) => prompts.find((p) => p.id === id) ?? null,
   getPromptVersion: async () => null,
   getPromptLabel: async () => null,
+  listPromptLabels: async () => [],
   getProfile: async (_t, id) => profiles.find((p) => p.id === id) ?? null,
   getBackend: (id) => backends.find((b) => b.id === id) ?? null,
 }
