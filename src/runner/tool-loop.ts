@@ -43,7 +43,6 @@ export async function answerThroughRounds(loop: ToolLoop): Promise<Answer> {
     if (tools.waiting) {
       loop.releaseLeases()
       await tools.results(caller.candidate.tooling ?? NO_TOOLS, loop.signal)
-      recorder.resumeGenerating()
       for (const steer of steers.take()) {
         tools.added.push({ role: 'user', content: steer.text })
         recorder.publish({ type: 'STEER_APPLIED', steerId: steer.steerId })

@@ -34,6 +34,8 @@ function roundMessages(round: ToolRound): ChatMessage[] {
  */
 export class ToolRounds {
   private gate: ToolResultsGate | null = null
+  /** Settles once the waiting round's results are all in and the run generates again (or stopped waiting). */
+  private goingOn: Promise<void> | null = null
   private readonly serverCalls: ServerCalls
   /** What the rounds whose results came added to the conversation (for a resumed run, those before its waiting one). */
   readonly added: ChatMessage[]
@@ -74,21 +76,28 @@ export class ToolRounds {
 
   /**
    * Waits until every call of the waiting round has a result, making the MCP calls as they may be
-   * made (at once, or once approved); the round's messages join `added`.
+   * made (at once, or once approved); the round's messages join `added` and the run generates again.
    */
   async results(tooling: Tooling, signal: AbortSignal): Promise<void> {
     const round = () => this.waiting!
     this.gate = new ToolResultsGate(() => pendingCalls(round()).length === 0 || callsToMake(round()).length > 0, round().deadline)
+    let wentOn = () => {}
+    this.goingOn = new Promise((resolve) => {
+      wentOn = resolve
+    })
     try {
       for (;;) {
         await this.serverCalls.makeReady(round, tooling, signal)
         if (pendingCalls(round()).length === 0) break
         await this.gate.wait(signal)
       }
+      this.added.push(...roundMessages(round()))
+      this.recorder.resumeGenerating()
     } finally {
       this.gate = null
+      this.goingOn = null
+      wentOn()
     }
-    this.added.push(...roundMessages(round()))
   }
 
   /** The whole exchange so far: `added`, and the waiting round's calls with the results it has (for a run stopped while it waits). */
@@ -111,7 +120,11 @@ export class ToolRounds {
       const answered = { ...round, results: [...round.results, ...results.map((r) => ({ ...r, idempotencyKey, at }))] }
       return rounds.map((r) => (r === round ? answered : r))
     })
-    if (taken) this.gate?.changed()
+    if (!taken) return
+    const { goingOn, waiting } = this
+    this.gate?.changed()
+    // the last results answer with the run going on, not with the round they just completed
+    if (goingOn && waiting && pendingCalls(waiting).length === 0) await goingOn
   }
 
   /** Approves or declines MCP calls of the waiting round, durably; an approved call is made once the run sees it. */

@@ -114,7 +114,10 @@ describe.each(providers)('tool calls through the real vendor clients (%s)', (pro
       expect(await submit({ runId, results: [{ callId: 'nope', output: 'x' }] })).toMatchObject({ reason: 'UNKNOWN_CALL' })
       expect((await runOf(runId)).toolRounds[0]!.results).toEqual([{ callId: weather, output: 'sunny, 21 °C', isError: false }])
 
-      await submit({ runId, results: [{ callId: time!, output: '12:00', isError: false }], idempotencyKey: 'k3' })
+      // the last result answers with the run going on, not waiting for what was just given
+      const last = await submit({ runId, results: [{ callId: time!, output: '12:00', isError: false }], idempotencyKey: 'k3' })
+      expect(last).toMatchObject({ __typename: 'SubmitToolResultsPayload', run: { pendingToolCalls: [] } })
+      expect(last).not.toMatchObject({ run: { status: 'REQUIRES_ACTION' } })
       await events.done()
       const done = await runOf(runId)
       expect(done).toMatchObject({ status: 'COMPLETED', output: 'sunny, 21 °C\n12:00', finishReason: 'STOP' })
