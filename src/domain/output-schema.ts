@@ -2,6 +2,7 @@ import { Ajv, type ValidateFunction } from 'ajv'
 import { Ajv2020 } from 'ajv/dist/2020.js'
 import addFormatsModule from 'ajv-formats'
 import { TextKeyedCache } from './bounded-cache.js'
+import { jsonOutOfBounds } from './json-bounds.js'
 
 // ajv-formats is CommonJS; under NodeNext its default import is the module object.
 const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default
@@ -19,6 +20,9 @@ const validators = new TextKeyedCache<ValidateFunction>(8 * 1024 * 1024)
 export function compileOutputSchema(
   schema: Record<string, unknown>,
 ): { validate: ValidateFunction; error?: undefined } | { validate?: undefined; error: string } {
+  // a refinement may compile what its own bounds check refused; refuse it here too, before any recursion
+  const outOfBounds = jsonOutOfBounds(schema)
+  if (outOfBounds) return { error: `the schema ${outOfBounds}` }
   const key = JSON.stringify(schema)
   const cached = validators.get(key)
   if (cached) return { validate: cached }

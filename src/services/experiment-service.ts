@@ -285,9 +285,9 @@ export class ExperimentService {
   /** Two experiments' items side by side: what improved, what regressed, beyond each item's spread. */
   async compare(tenantId: string, baseId: string, candidateId: string): Promise<ExperimentComparison> {
     const [base, candidate] = await Promise.all(
-      [baseId, candidateId].map(async (id) => {
-        const experiment = await this.get(tenantId, id)
-        if (!experiment) throw new NotFoundError('experiment', id)
+      Object.entries({ baseId, candidateId }).map(async ([field, id]) => {
+        const experiment = await this.store.experiments.find(tenantId, parseInput(idSchema, id, field))
+        if (!experiment) throw new NotFoundError('experiment', id, `${field}: experiment '${id}' not found`)
         return this.results(tenantId, experiment)
       }),
     )

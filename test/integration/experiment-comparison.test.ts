@@ -92,4 +92,11 @@ describe.each(providers)('comparing experiments (%s)', (provider) => {
     expect(item!.change).toBe('UNCHANGED')
     expect(compared).toMatchObject({ improvements: 0, regressions: 0, unchanged: 1 })
   })
+
+  it('names which id it refuses or cannot find', async () => {
+    const malformed = await t.request(CompareExperimentsDocument, { baseId: 'bad id!', candidateId: 'x' })
+    expect(malformed.errors?.[0]).toMatchObject({ extensions: { code: 'INVALID_REQUEST' }, message: expect.stringMatching(/^baseId: /) })
+    const missing = await t.request(CompareExperimentsDocument, { baseId: 'x', candidateId: 'nope' })
+    expect(missing.errors?.[0]?.message).toMatch(/^(baseId: experiment 'x'|candidateId: experiment 'nope') not found$/)
+  })
 })

@@ -7,7 +7,8 @@ import { DEFAULT_CATALOG } from '../helpers/app.js'
 import { createTestDatabase, type TestDatabase } from '../helpers/databases.js'
 
 // Random and hostile input at every mutation and query: never INTERNAL, never a 5xx, never a
-// stack trace or a file path in a message, and a refused mutation changes nothing.
+// stack trace or a file path in a message, every INVALID_REQUEST names its field, and a refused
+// mutation changes nothing.
 const RUNS = Number(process.env.FUZZ_RUNS ?? 2000)
 /** FUZZ_SEED replays the run a failure printed. */
 const SEED = process.env.FUZZ_SEED === undefined ? undefined : Number(process.env.FUZZ_SEED)
@@ -66,7 +67,7 @@ const runRequest = {
   idempotencyKey: optional(hostileText),
 }
 
-const ERROR = '__typename ... on Error { code message }'
+const ERROR = '__typename ... on Error { code message } ... on InvalidRequestError { field }'
 const OPERATIONS: { name: string; source: string; variables: fc.Arbitrary<Record<string, unknown>>; mutation: boolean }[] = [
   {
     name: 'createSession',
@@ -201,6 +202,73 @@ const OPERATIONS: { name: string; source: string; variables: fc.Arbitrary<Record
     }),
   },
   {
+    name: 'createDataset',
+    mutation: true,
+    source: `mutation($input: CreateDatasetInput!) { createDataset(input: $input) { ${ERROR} } }`,
+    variables: fc.record({ input: fc.record({ id, description: optional(hostileText) }, { requiredKeys: ['id'] }) }),
+  },
+  {
+    name: 'addDatasetItems',
+    mutation: true,
+    source: `mutation($input: AddDatasetItemsInput!) { addDatasetItems(input: $input) { ${ERROR} } }`,
+    variables: fc.record({
+      input: fc.record({
+        datasetId: fc.oneof(fc.constant('ds1'), id),
+        items: fc.array(
+          fc.record(
+            {
+              variables: optional(hostileJson),
+              input: optional(hostileText),
+              expected: optional(hostileJson),
+              metadata: optional(hostileJson),
+            },
+            { requiredKeys: [] },
+          ),
+          { maxLength: 3 },
+        ),
+      }),
+    }),
+  },
+  {
+    name: 'startExperiment',
+    mutation: true,
+    source: `mutation($input: StartExperimentInput!) { startExperiment(input: $input) { ${ERROR} } }`,
+    variables: fc.record({
+      input: fc.record(
+        {
+          name: hostileText,
+          datasetId: fc.oneof(fc.constant('ds1'), id),
+          promptRef: fc.record({ id, label: optional(hostileText), version: optional(hostileNumber) }, { requiredKeys: ['id'] }),
+          profileId: optional(id),
+          repetitions: optional(hostileNumber),
+          concurrency: optional(hostileNumber),
+          scorers: fc.array(
+            fc.record(
+              {
+                name: hostileText,
+                kind: fc.constantFrom('EXACT', 'CONTAINS', 'REGEX', 'JSON_SCHEMA', 'JSON_PATH_EQUALS', 'LLM_JUDGE'),
+                pattern: optional(hostileText),
+                schema: optional(hostileJson),
+                path: optional(hostileText),
+              },
+              { requiredKeys: ['name', 'kind'] },
+            ),
+            { maxLength: 3 },
+          ),
+          idempotencyKey: optional(hostileText),
+          webhookUrl: optional(hostileText),
+        },
+        { requiredKeys: ['name', 'datasetId', 'promptRef', 'scorers'] },
+      ),
+    }),
+  },
+  {
+    name: 'compareExperiments',
+    mutation: false,
+    source: 'query($a: ID!, $b: ID!) { compareExperiments(baseId: $a, candidateId: $b) { items { change } } }',
+    variables: fc.record({ a: id, b: id }),
+  },
+  {
     name: 'preparePrompt',
     mutation: false,
     source: 'query($input: PreparePromptInput!) { preparePrompt(input: $input) { renderedHash } }',
@@ -209,6 +277,14 @@ const OPERATIONS: { name: string; source: string; variables: fc.Arbitrary<Record
 ]
 
 const LEAK = /\bat \S+ \(|node_modules|\/work\/|\/src\/|\.ts:\d+|Prisma|SQLITE|Unexpected error/
+
+/**
+ * The field a refusal's message names, or null: ours start with it (`input.items.0.variables: …`),
+ * GraphQL's own coercion errors with the variable (`Variable "$input" got invalid value … at "input.x"`).
+ */
+function fieldOf(message: string): string | null {
+  return /^[\w$.[\]-]+: |^Variable "\$\w+"/.exec(message)?.[0] ?? null
+}
 
 /** Every string the request carried: GraphQL quotes a refused value back, and that is no leak. */
 function stringsOf(value: unknown, into: string[] = []): string[] {
@@ -246,6 +322,11 @@ describe('fuzzing every operation with random and hostile input', () => {
       await send('mutation($id: ID!) { createSession(input: { id: $id, defaultProfileId: "fake-echo" }) { __typename } }', {
         id: sessionId,
       })
+    await send('mutation { createDataset(input: { id: "ds1" }) { __typename } }', {})
+    await send(
+      'mutation { addDatasetItems(input: { datasetId: "ds1", items: [{ variables: { input: "hi" }, expected: "hi" }] }) { __typename } }',
+      {},
+    )
   })
   afterAll(async () => {
     reader?.close()
@@ -274,19 +355,29 @@ describe('fuzzing every operation with random and hostile input', () => {
     )
   }
 
-  it.each(OPERATIONS)(`$name: ${RUNS} cases, no INTERNAL, no leak, no partial write`, async ({ source, variables, mutation }) => {
-    await fc.assert(
-      fc.asyncProperty(variables, async (vars) => {
-        const before = mutation ? await rows() : ''
-        const { status, text } = await send(source, vars)
-        expect(status).toBeLessThan(500)
-        expect(text).not.toContain('"INTERNAL"')
-        expect(withoutEchoes(text, vars)).not.toMatch(LEAK)
-        const body = JSON.parse(text) as { data?: Record<string, { code?: string } | null> | null; errors?: unknown[] }
-        const refused = body.errors !== undefined || Object.values(body.data ?? {}).some((v) => v === null || typeof v?.code === 'string')
-        if (mutation && refused) expect(await rows()).toBe(before)
-      }),
-      { numRuns: RUNS, seed: SEED },
-    )
-  })
+  it.each(OPERATIONS)(
+    `$name: ${RUNS} cases, no INTERNAL, no leak, each refusal names its field, no partial write`,
+    async ({ source, variables, mutation }) => {
+      await fc.assert(
+        fc.asyncProperty(variables, async (vars) => {
+          const before = mutation ? await rows() : ''
+          const { status, text } = await send(source, vars)
+          expect(status).toBeLessThan(500)
+          expect(text).not.toContain('"INTERNAL"')
+          expect(withoutEchoes(text, vars)).not.toMatch(LEAK)
+          const body = JSON.parse(text) as {
+            data?: Record<string, { code?: string; field?: string | null; message?: string } | null> | null
+            errors?: { message: string; extensions?: { code?: string } }[]
+          }
+          for (const answer of Object.values(body.data ?? {}))
+            if (answer?.code === 'INVALID_REQUEST') expect(answer.field ?? fieldOf(answer.message!), answer.message).toBeTruthy()
+          for (const error of body.errors ?? [])
+            if (error.extensions?.code === 'INVALID_REQUEST') expect(fieldOf(error.message), error.message).toBeTruthy()
+          const refused = body.errors !== undefined || Object.values(body.data ?? {}).some((v) => v === null || typeof v?.code === 'string')
+          if (mutation && refused) expect(await rows()).toBe(before)
+        }),
+        { numRuns: RUNS, seed: SEED },
+      )
+    },
+  )
 })

@@ -5,6 +5,12 @@ import { type Scorer, scoreOutput, scorerSchema } from '../../src/domain/experim
 const scorer = (input: Record<string, unknown>): Scorer => scorerSchema.parse({ name: 's', ...input })
 
 describe('scorers', () => {
+  it('refuses a JSON_SCHEMA scorer nested past the bounds with a message, however deep', () => {
+    const deep = JSON.parse(`${'['.repeat(50_000)}1${']'.repeat(50_000)}`)
+    const refused = scorerSchema.safeParse({ name: 's', kind: 'JSON_SCHEMA', schema: { items: deep } })
+    expect(refused.error?.issues.map((i) => [i.path.join('.'), i.message])).toContainEqual(['schema', 'is nested deeper than 32 levels'])
+  })
+
   it('EXACT compares with expected as text, a JSON value as its JSON text, spaces around trimmed', () => {
     expect(scoreOutput(scorer({ kind: 'EXACT' }), ' Oslo\n', 'Oslo')).toMatchObject({ value: 1, pass: true })
     expect(scoreOutput(scorer({ kind: 'EXACT' }), '{"a":1}', { a: 1 }).pass).toBe(true)
