@@ -105,6 +105,12 @@ export function Keys({ client }: { client: PromptlineClient }) {
   return (
     <section class="keys">
       <h2>API keys</h2>
+      {value && !value.viewer.keysRequired ? (
+        <p class="notice" data-testid="keys-open">
+          This server is open: PROMPTLINE_API_KEYS is not set, so a caller without a key is the local admin. The keys made here
+          limit only the callers that send them; set PROMPTLINE_API_KEYS to require one.
+        </p>
+      ) : null}
       {secret ? <SecretOnce secret={secret} onDone={() => setSecret(null)} /> : null}
       <KeyForm client={client} onCreated={(created) => act(async () => setSecret(created))} />
       {error || loadError ? <p class="error">{error ?? describeError(loadError)}</p> : null}

@@ -113,6 +113,11 @@ const ViewerRef = builder.objectRef<{ tenantId: string; role: AccessRole }>('Vie
   fields: (t) => ({
     tenantId: t.exposeID('tenantId', { description: 'The tenant every read and write is scoped to.' }),
     role: t.field({ type: ApiKeyRoleEnum, description: 'What the caller may do.', resolve: (v) => v.role }),
+    keysRequired: t.boolean({
+      description:
+        'Whether the server refuses a caller without a key (PROMPTLINE_API_KEYS is set). False on an open server: a caller without a key is the local admin, so stored keys limit only the callers that send them.',
+      resolve: (_v, _args, ctx) => ctx.services.keys.keysRequired,
+    }),
     key: t.field({
       type: ApiKeyRef,
       nullable: true,

@@ -52,6 +52,11 @@ export class ApiKeyService {
   }
 
   /** The caller's own stored key; null for a bootstrap key or the local tenant. */
+  /** Whether a caller must send a key; false on an open server (no bootstrap keys). */
+  get keysRequired(): boolean {
+    return !this.ring.open
+  }
+
   viewerKey(principal: Principal): Promise<ApiKeyRecord | null> {
     return principal.policy === null ? Promise.resolve(null) : this.keys.find(principal.tenantId, principal.keyId)
   }

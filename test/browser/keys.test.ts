@@ -27,6 +27,7 @@ describe.skipIf(!haveChromium)(`the console's keys page in headless Chromium${ha
     const page = await browser.context.newPage()
     page.on('dialog', (dialog) => void dialog.accept())
     await page.goto(`${url}/console#/keys`)
+    await expect.poll(() => page.getByTestId('keys-open').textContent(), { timeout: 10_000 }).toContain('PROMPTLINE_API_KEYS is not set')
     const form = page.getByRole('form', { name: 'New key' })
     await form.locator('input[name=name]').fill('ops')
     await form.locator('input[name=costUsd]').fill('0.01')

@@ -48,7 +48,7 @@ describe('API keys, limits and budgets on one instance', () => {
     const { key, secret } = created.data.createApiKey
     expect(key).toMatchObject({ name: 'reporting', role: 'READ', tenantId: TENANT, prefix: secret.slice(0, 8), revokedAt: null })
     const viewer = await gql(url, secret, ViewerDocument)
-    expect(viewer.data!.viewer).toMatchObject({ tenantId: TENANT, role: 'READ', key: { id: key.id } })
+    expect(viewer.data!.viewer).toMatchObject({ tenantId: TENANT, role: 'READ', keysRequired: true, key: { id: key.id } })
     const listed = await gql(url, ADMIN_KEY, ApiKeysDocument, { first: 50 })
     expect(JSON.stringify(listed)).not.toContain(secret)
     expect(listed.data!.apiKeys.edges.map((e) => e.node.id)).toContain(key.id)
