@@ -149,6 +149,15 @@ export class PromptlineClient {
     return this.mutate(() => this.transport.request(document, variables))
   }
 
+  /**
+   * Any subscription of your own, typed by its document, until the server completes it or `signal`
+   * aborts. It is not resumed: a dropped socket throws ConnectionError (the session and run streams
+   * below resume by themselves).
+   */
+  subscribe<T, V>(document: OperationDocument<T, V>, variables: V, signal?: AbortSignal): AsyncIterable<T> {
+    return this.transport.subscribe(document, variables, signal)
+  }
+
   /** Every event of a session, resumed without gap or duplicate after any disconnect or restart. */
   streamSession(sessionId: string, options: StreamOptions = {}): AsyncIterable<SessionEvent> {
     return resumable<SessionEvent>(
