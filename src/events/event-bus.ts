@@ -76,6 +76,7 @@ export class SessionEventBus {
       reserved: () => this.sessions.sequenceCeiling(tenantId, sessionId),
       persisted: () => this.events.maxSequence(tenantId, sessionId),
       reserve: (ceiling) => this.sessions.raiseSequenceCeiling(tenantId, sessionId, ceiling),
+      lower: (from, to) => this.sessions.lowerSequenceCeiling(tenantId, sessionId, from, to),
       failed: (error) => this.logger.error('could not reserve event sequences', { sessionId, error: (error as Error).message }),
     }
   }

@@ -6,6 +6,8 @@ export interface SequenceSource {
   persisted(): Promise<number>
   /** Raises the row's reserved ceiling to `ceiling`. */
   reserve(ceiling: number): Promise<void>
+  /** Lowers the row's ceiling from `from` to `to`, only if it still is `from` (nobody reserved since). */
+  lower(from: number, to: number): Promise<void>
   /** Told when reserving a further block failed (the next `take` past half a block tries again). */
   failed(error: unknown): void
 }
@@ -14,7 +16,8 @@ export interface SequenceSource {
  * Numbers one session's events on its owner, in memory, from blocks reserved ahead in the
  * session row: a process that crashes, or loses the session, may have handed out any number up
  * to the ceiling, so whoever numbers next resumes above it and none is ever used twice. The next
- * block is reserved once half of the current one is used, without making anyone wait.
+ * block is reserved once half of the current one is used, without making anyone wait. An owner
+ * that lets go cleanly gives the unused rest back, so a gap in the numbering marks only a crash.
  */
 export class SequenceAllocator {
   private reserving = false
@@ -55,6 +58,16 @@ export class SequenceAllocator {
   /** Whether a block is being reserved (the session is not yet safe to unload). */
   get busy(): boolean {
     return this.reserving
+  }
+
+  /**
+   * Gives the unused rest of the reserved block back, once every number taken is written and no
+   * more will be: the next owner then numbers right after the last event. Nothing to give back
+   * while a reservation is under way (the next owner resumes above it).
+   */
+  async handOff(): Promise<void> {
+    if (this.reserving || this.last >= this.ceiling) return
+    await this.source.lower(this.ceiling, this.last)
   }
 
   private reserveNext(): void {

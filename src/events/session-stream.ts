@@ -74,6 +74,14 @@ export class SessionStream {
     return this.unwritten.length === 0 && this.outbox.length === 0 && !this.sequences.busy
   }
 
+  /**
+   * Lets go of the numbering (a clean handoff: the session is forgotten here, nothing more is
+   * published): with every event written, the next owner numbers right after the last one.
+   */
+  async handOff(): Promise<void> {
+    if (this.quiet) await this.sequences.handOff()
+  }
+
   /** Whether nothing is queued and no write is under way (the batcher may let go of it). */
   get settled(): boolean {
     return this.writing === 0 && this.queued.length === 0

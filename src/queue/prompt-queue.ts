@@ -378,6 +378,12 @@ export class PromptQueue {
   async lose(tenantId: string, sessionId: string): Promise<void> {
     // an idle queue is forgotten before the first await: a claim right after loads it afresh
     const actor = this.actors.current(tenantId, sessionId) ?? (await this.actors.peek(tenantId, sessionId)?.catch(() => null))
+    if (actor?.idle) {
+      // let go cleanly (its lease lapsed while idle): whoever loads it next numbers right after its last event
+      actor.close()
+      this.forget(tenantId, sessionId)
+      return this.handOff(actor)
+    }
     if (actor) {
       actor.close()
       for (const entry of actor.outstanding.values()) {
@@ -431,6 +437,18 @@ export class PromptQueue {
   async recover(): Promise<void> {
     await this.recovery.takeBack()
     this.recovery.start()
+  }
+
+  /** Gives every loaded session's unused sequence numbers back (draining, after the last events are written). */
+  async handOffAll(): Promise<void> {
+    await Promise.all(this.actors.all().map((actor) => this.handOff(actor)))
+  }
+
+  private handOff(actor: SessionActor): Promise<void> {
+    return actor.stream.handOff().catch((error: unknown) => {
+      // the next owner resumes above the reserved block: a gap, nothing lost
+      this.deps.logger.warn('could not give back unused event sequences', { sessionId: actor.sessionId, error: (error as Error).message })
+    })
   }
 
   /**

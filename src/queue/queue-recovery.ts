@@ -74,6 +74,8 @@ export class QueueRecovery {
         // ended before the session's actor loads, so its queue resumes past them
         const stream = interrupted.length > 0 ? await this.deps.bus.open(tenantId, id) : null
         for (const run of interrupted) await this.end(run, 'INTERRUPTED', null, stream)
+        // their ends are written: the actor's own stream numbers right after them
+        await stream?.handOff()
       }
       await this.deps.actors.get(tenantId, id)
     }

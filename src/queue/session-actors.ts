@@ -69,6 +69,11 @@ export class SessionActors {
     this.loaded.set(key, actor)
   }
 
+  /** Every loaded actor. */
+  all(): SessionActor[] {
+    return [...this.loaded.values()]
+  }
+
   /** The actor if it was ever loaded, without loading it. */
   peek(tenantId: string, sessionId: string): Promise<SessionActor> | undefined {
     return this.loading.get(sessionKey(tenantId, sessionId))

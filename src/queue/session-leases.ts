@@ -23,8 +23,8 @@ const parts = (held: string) => {
 export interface LeaseHolder {
   /** Whether the session has anything outstanding, running or unwritten: its lease is renewed. */
   hasWork(tenantId: string, sessionId: string): boolean
-  /** The session is no longer held here: stop running it and forget it. */
-  lost(tenantId: string, sessionId: string): void
+  /** The session is no longer held here: stop running it and forget it; settles once it let go. */
+  lost(tenantId: string, sessionId: string): Promise<void>
 }
 
 /**
@@ -59,7 +59,7 @@ export class SessionLeases {
     const held = key(tenantId, sessionId)
     if (this.holds(tenantId, sessionId)) return { mine: true }
     // lapsed while idle: what this instance kept of it may be behind another owner's
-    if (this.held.has(held) && !this.holder.hasWork(tenantId, sessionId)) this.lose(held)
+    if (this.held.has(held) && !this.holder.hasWork(tenantId, sessionId)) await this.lose(held)
     const asked = this.clock()
     const owner = await this.sessions.claimLease(tenantId, sessionId, this.instanceId, this.ttlMs, this.database.steady)
     if (owner !== this.instanceId) return { mine: false, owner }
@@ -105,7 +105,7 @@ export class SessionLeases {
     for (const [held, until] of this.held) {
       const { tenantId, id } = parts(held)
       if (this.holder.hasWork(tenantId, id)) working.push(held)
-      else if (until <= this.clock()) this.lose(held)
+      else if (until <= this.clock()) void this.lose(held)
     }
     // holding nothing with work, there is nothing to renew: an idle instance asks nothing
     if (working.length === 0) return
@@ -114,7 +114,7 @@ export class SessionLeases {
       const still = await this.sessions.renewLeases(this.instanceId, this.ttlMs, working.map(parts))
       const renewed = new Set(still.map((s) => key(s.tenantId, s.id)))
       for (const held of working) {
-        if (!renewed.has(held)) this.lose(held)
+        if (!renewed.has(held)) void this.lose(held)
         else if (this.held.has(held)) this.held.set(held, asked + this.ttlMs - this.renewMs)
       }
     } catch (error) {
@@ -122,14 +122,14 @@ export class SessionLeases {
       this.database.failed(error)
       // unreachable or full, the database takes no other instance's claim either: the runs go on here
       if (error instanceof UnavailableError || error instanceof StorageFullError) return
-      for (const held of working) if ((this.held.get(held) ?? 0) <= this.clock()) this.lose(held)
+      for (const held of working) if ((this.held.get(held) ?? 0) <= this.clock()) void this.lose(held)
     }
   }
 
-  private lose(held: string): void {
+  private lose(held: string): Promise<void> {
     this.held.delete(held)
     const { tenantId, id } = parts(held)
-    this.holder.lost(tenantId, id)
+    return this.holder.lost(tenantId, id)
   }
 
   /** Gives up every session (draining): another instance may take them at once. */

@@ -94,7 +94,7 @@ export async function wireRunPath(
     link.instanceId,
     times.staleMs,
     times.heartbeatMs,
-    { hasWork: (t, s): boolean => queue.hasWork(t, s), lost: (t, s) => void queue.lose(t, s) },
+    { hasWork: (t, s): boolean => queue.hasWork(t, s), lost: (t, s) => queue.lose(t, s) },
     database,
     logger,
     options.clock,

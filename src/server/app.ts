@@ -109,7 +109,8 @@ export async function createApp(options: AppOptions, secrets: SecretLookup, logg
         database.close()
         await queue.close(options.shutdownGraceMs ?? 10_000)
         await flush()
-        // hand the sessions on: another instance takes their queued prompts at once
+        // hand the sessions on, numbering included: another instance takes their queued prompts at once
+        await queue.handOffAll()
         await ownership.release()
       })())
     let closing: Promise<void> | null = null

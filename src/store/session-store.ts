@@ -160,6 +160,11 @@ export class SessionStore {
     await this.db.session.updateMany({ where: { tenantId, id, sequenceCeiling: { lt: ceiling } }, data: { sequenceCeiling: ceiling } })
   }
 
+  /** Lowers the reserved sequence ceiling from `from` to `to`, only if nobody raised it since. */
+  async lowerSequenceCeiling(tenantId: string, id: string, from: number, to: number): Promise<void> {
+    await this.db.session.updateMany({ where: { tenantId, id, sequenceCeiling: from }, data: { sequenceCeiling: to } })
+  }
+
   /**
    * Takes the session's lease for `owner` unless another instance holds one, one that has not
    * expired when `takeOver`; returns who holds it afterwards (`owner` when taken), or null for no

@@ -25,6 +25,9 @@ function memorySource(reserved: number, persisted: number) {
         : Promise.resolve().then(() => {
             row.ceiling = ceiling
           }),
+    lower: async (from, to) => {
+      if (row.ceiling === from) row.ceiling = to
+    },
     failed: (error) => failures.push(error),
   }
   return { source, row, pending, failures, hold: () => (held = true) }
@@ -65,5 +68,34 @@ describe('the sequence allocator', () => {
     expect(db.failures).toEqual([new Error('database down')])
     sequences.take()
     expect(db.pending.map((p) => p.ceiling)).toEqual([20, 20])
+  })
+
+  it('gives the unused rest of its block back on a clean handoff, so the next owner numbers right after the last event', async () => {
+    // a session row is created with its first block reserved
+    const db = memorySource(10, 0)
+    const first = SequenceAllocator.fresh(db.source, 10)
+    expect([first.take(), first.take(), first.take()]).toEqual([1, 2, 3])
+    await first.handOff()
+    expect(db.row.ceiling).toBe(3)
+    const next = await SequenceAllocator.resume(db.source, 10)
+    expect(next.take()).toBe(4)
+  })
+
+  it('gives nothing back while a reservation is under way, or once someone reserved since', async () => {
+    const db = memorySource(0, 0)
+    const busy = SequenceAllocator.fresh(db.source, 10)
+    db.hold()
+    for (let i = 0; i < 6; i++) busy.take()
+    await busy.handOff()
+    expect(db.pending).toHaveLength(1)
+    db.pending[0]!.land()
+    expect(db.row.ceiling).toBe(20)
+
+    const overtaken = memorySource(10, 0)
+    const stale = SequenceAllocator.fresh(overtaken.source, 10)
+    stale.take()
+    overtaken.row.ceiling = 30 // another owner resumed and reserved meanwhile
+    await stale.handOff()
+    expect(overtaken.row.ceiling).toBe(30)
   })
 })
