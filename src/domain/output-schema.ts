@@ -7,13 +7,14 @@ import { jsonOutOfBounds } from './json-bounds.js'
 // ajv-formats is CommonJS; under NodeNext its default import is the module object.
 const addFormats = addFormatsModule as unknown as typeof addFormatsModule.default
 
-// draft-07 by default; a schema that declares 2020-12 (zod's toJSONSchema does) is read as one
-const draft07 = new Ajv({ allErrors: true, strict: false })
-const draft2020 = new Ajv2020({ allErrors: true, strict: false })
-addFormats(draft07)
-addFormats(draft2020)
-const ajvFor = (schema: Record<string, unknown>) =>
-  typeof schema.$schema === 'string' && schema.$schema.includes('2020-12') ? draft2020 : draft07
+// draft-07 by default; a schema that declares 2020-12 (zod's toJSONSchema does) is read as one.
+// Each is made on first use: making one compiles its meta-schemas, work a start need not wait for.
+let draft07: Ajv | null = null
+let draft2020: Ajv2020 | null = null
+const ajvFor = (schema: Record<string, unknown>): Ajv =>
+  typeof schema.$schema === 'string' && schema.$schema.includes('2020-12')
+    ? (draft2020 ??= addFormats(new Ajv2020({ allErrors: true, strict: false })))
+    : (draft07 ??= addFormats(new Ajv({ allErrors: true, strict: false })))
 const validators = new TextKeyedCache<ValidateFunction>(8 * 1024 * 1024)
 
 /** Compiles (and caches by its JSON text) a prompt's output JSON Schema. */

@@ -1,6 +1,5 @@
 import { createHash } from 'node:crypto'
-import { Client } from '@modelcontextprotocol/sdk/client/index.js'
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js'
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js'
 import type { SecretLookup } from '../domain/credentials.js'
 import type { ToolServer } from '../domain/tool-servers.js'
@@ -12,14 +11,20 @@ export interface ServerCallResult {
   isError: boolean
 }
 
-/** One connected MCP client and the tool list it last read. */
+/** One MCP client, once connected, and the tool list it last read. */
 interface Connection {
-  client: Client
-  connected: Promise<void>
+  connected: Promise<Client>
   tools: { list: ToolSpec[]; at: number } | null
 }
 
 const LIST_TIMEOUT_MS = 15_000
+
+/** The MCP SDK's client side, loaded once, by the first run that declares a server. */
+let sdk: Promise<
+  [typeof import('@modelcontextprotocol/sdk/client/index.js'), typeof import('@modelcontextprotocol/sdk/client/streamableHttp.js')]
+> | null = null
+const clientSdk = () =>
+  (sdk ??= Promise.all([import('@modelcontextprotocol/sdk/client/index.js'), import('@modelcontextprotocol/sdk/client/streamableHttp.js')]))
 
 /** A result's content as text: each text part, what a non-text part is, then the structured content as JSON. */
 function resultText(result: CallToolResult): string {
@@ -61,12 +66,12 @@ export class ToolServerClients {
   async tools(server: ToolServer, signal: AbortSignal): Promise<ToolSpec[]> {
     const [key, connection] = this.connection(server)
     try {
-      await connection.connected
+      const client = await connection.connected
       if (connection.tools === null || Date.now() - connection.tools.at > this.listTtlMs) {
         const list: ToolSpec[] = []
         let cursor: string | undefined
         do {
-          const page = await connection.client.listTools(cursor ? { cursor } : {}, { signal, timeout: LIST_TIMEOUT_MS })
+          const page = await client.listTools(cursor ? { cursor } : {}, { signal, timeout: LIST_TIMEOUT_MS })
           list.push(...page.tools.map((tool) => specOf(server.label, tool)))
           cursor = page.nextCursor
         } while (cursor)
@@ -89,9 +94,9 @@ export class ToolServerClients {
   ): Promise<ServerCallResult> {
     const [key, connection] = this.connection(server)
     try {
-      await connection.connected
+      const client = await connection.connected
       const params = { name, arguments: (args ?? {}) as Record<string, unknown> }
-      const result = (await connection.client.callTool(params, undefined, {
+      const result = (await client.callTool(params, undefined, {
         signal: options.signal,
         timeout: options.timeoutMs,
       })) as CallToolResult
@@ -115,34 +120,38 @@ export class ToolServerClients {
       .digest('hex')
     let connection = this.connections.get(key)
     if (!connection) {
-      const client: Client = new Client(
-        { name: 'promptline', version: '1' },
-        {
-          listChanged: {
-            tools: {
-              autoRefresh: false,
-              debounceMs: 0,
-              onChanged: () => {
-                if (connection) connection.tools = null
-              },
-            },
-          },
-        },
-      )
-      const transport = new StreamableHTTPClientTransport(new URL(server.url), { requestInit: { headers } })
-      connection = { client, connected: client.connect(transport, { timeout: LIST_TIMEOUT_MS }), tools: null }
+      const connected = this.connect(server.url, headers, () => {
+        if (connection) connection.tools = null
+      })
+      connection = { connected, tools: null }
       // a connection that never came up is dropped when it is used
-      connection.connected.catch(() => {})
+      connected.catch(() => {})
       this.connections.set(key, connection)
       if (this.connections.size > this.maxConnections) void this.drop(this.connections.keys().next().value!)
     }
     return [key, connection]
   }
 
+  /** A client connected to `url`; one that cannot connect is closed before the error is thrown. */
+  private async connect(url: string, headers: Record<string, string>, onToolsChanged: () => void): Promise<Client> {
+    const [{ Client }, { StreamableHTTPClientTransport }] = await clientSdk()
+    const client = new Client(
+      { name: 'promptline', version: '1' },
+      { listChanged: { tools: { autoRefresh: false, debounceMs: 0, onChanged: onToolsChanged } } },
+    )
+    try {
+      await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers } }), { timeout: LIST_TIMEOUT_MS })
+    } catch (error) {
+      await client.close().catch(() => {})
+      throw error
+    }
+    return client
+  }
+
   private async drop(key: string): Promise<void> {
     const connection = this.connections.get(key)
     if (!connection) return
     this.connections.delete(key)
-    await connection.client.close().catch(() => {})
+    await connection.connected.then((client) => client.close()).catch(() => {})
   }
 }

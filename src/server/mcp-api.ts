@@ -1,61 +1,15 @@
-import { Server } from '@modelcontextprotocol/sdk/server/index.js'
-import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js'
-import {
-  CallToolRequestSchema,
-  ErrorCode,
-  GetPromptRequestSchema,
-  ListPromptsRequestSchema,
-  ListToolsRequestSchema,
-  McpError,
-} from '@modelcontextprotocol/sdk/types.js'
 import type { Plugin } from 'graphql-yoga'
-import type { Principal } from '../domain/access.js'
 import { PromptlineError, UnauthenticatedError } from '../domain/errors.js'
 import type { Logger } from '../domain/logger.js'
 import type { KeyLimiter } from '../services/key-limits.js'
 import type { KeyRing } from '../services/key-ring.js'
-import { MCP_TOOLS, type McpPromptService, type ToolAnswer } from '../services/mcp-prompts.js'
+import type { McpPromptService } from '../services/mcp-prompts.js'
 
-const SERVER_INFO = { name: 'promptline', version: '0.1.0' }
+/** JSON-RPC's code for a request it refuses. */
+const INVALID_REQUEST = -32600
 
-/** A domain error as an MCP protocol error: the client's mistakes as invalid params. */
-function mcpError(error: unknown): never {
-  if (error instanceof PromptlineError) {
-    const client = ['INVALID_REQUEST', 'NOT_FOUND', 'PROFILE_REQUIRED', 'RENDER', 'FORBIDDEN'].includes(error.code)
-    throw new McpError(client ? ErrorCode.InvalidParams : ErrorCode.InternalError, error.message, { code: error.code })
-  }
-  throw error
-}
-
-/** A tool's answer as a `tools/call` result; a refusal is a result with `isError`, as MCP asks of tools. */
-async function toolResult(answer: () => Promise<ToolAnswer>) {
-  try {
-    const { text, structured, isError } = await answer()
-    return { content: [{ type: 'text' as const, text }], structuredContent: structured, isError }
-  } catch (error) {
-    if (!(error instanceof PromptlineError)) throw error
-    return { content: [{ type: 'text' as const, text: error.message }], structuredContent: { errorCode: error.code }, isError: true }
-  }
-}
-
-/** An MCP server for one request, acting as `principal`: stateless, so any instance answers any request. */
-function serverFor(mcp: McpPromptService, principal: Principal): Server {
-  const server = new Server(SERVER_INFO, { capabilities: { prompts: {}, tools: {} } })
-  server.setRequestHandler(ListPromptsRequestSchema, (request) =>
-    mcp.listPrompts(principal, request.params?.cursor ?? null).catch(mcpError),
-  )
-  server.setRequestHandler(GetPromptRequestSchema, (request) =>
-    mcp.getPrompt(principal, request.params.name, request.params.arguments ?? {}).catch(mcpError),
-  )
-  server.setRequestHandler(ListToolsRequestSchema, () => ({ tools: MCP_TOOLS.map((tool) => ({ ...tool })) }))
-  server.setRequestHandler(CallToolRequestSchema, (request) => {
-    const { name, arguments: args } = request.params
-    if (name === 'run_prompt') return toolResult(() => mcp.runPrompt(principal, args ?? {}))
-    if (name === 'get_run') return toolResult(() => mcp.getRun(principal, args ?? {}))
-    throw new McpError(ErrorCode.InvalidParams, `no tool '${name}'`)
-  })
-  return server
-}
+/** The MCP SDK's server side, loaded once, on the first request (a start that serves no MCP host loads none of it). */
+let sdk: Promise<typeof import('./mcp-server.js')> | null = null
 
 /**
  * promptline as an MCP server at `/mcp` (Streamable HTTP, stateless, JSON answers): its prompts
@@ -67,19 +21,13 @@ export function useMcpServer(mcp: McpPromptService, keys: KeyRing, limiter: KeyL
       if (url.pathname !== '/mcp') return
       const { Response } = fetchAPI
       const refuse = (status: number, message: string) =>
-        endResponse(Response.json({ jsonrpc: '2.0', error: { code: ErrorCode.InvalidRequest, message }, id: null }, { status }))
+        endResponse(Response.json({ jsonrpc: '2.0', error: { code: INVALID_REQUEST, message }, id: null }, { status }))
       try {
         const principal = await keys.authenticate(request.headers.get('authorization'))
         if (!principal) throw new UnauthenticatedError('a valid API key is required: send Authorization: Bearer <key>')
         await limiter.countRequests(principal, 1)
-        const server = serverFor(mcp, principal)
-        const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true })
-        await server.connect(transport)
-        try {
-          endResponse(await transport.handleRequest(request))
-        } finally {
-          await server.close()
-        }
+        const { answerMcp } = await (sdk ??= import('./mcp-server.js'))
+        endResponse(await answerMcp(mcp, principal, request))
       } catch (error) {
         if (error instanceof UnauthenticatedError) return refuse(401, error.message)
         if (error instanceof PromptlineError) return refuse(error.code === 'RATE_LIMITED' ? 429 : 400, error.message)

@@ -1,6 +1,6 @@
 import type { PrismaClient } from '@db/client'
 import { driverChecked } from './errors.js'
-import { postgresSql, type Sql, sqliteSql, survivingPool } from './sql-dialects.js'
+import { type Sql, sqliteSql } from './sql-dialects.js'
 import { SqliteConnection } from './sqlite-connection.js'
 import { SqliteAdapterFactory } from './sqlite-prisma-adapter.js'
 
@@ -50,7 +50,11 @@ export async function openDatabase(url: string): Promise<Database> {
       },
     }
   }
-  const [{ PrismaClient }, { PrismaPg }] = await Promise.all([import('../generated/pg/client.js'), import('@prisma/adapter-pg')])
+  const [{ PrismaClient }, { PrismaPg }, { postgresSql, survivingPool }] = await Promise.all([
+    import('../generated/pg/client.js'),
+    import('@prisma/adapter-pg'),
+    import('./postgres-dialect.js'),
+  ])
   const adapter = new PrismaPg(survivingPool({ connectionString: url }), { disposeExternalPool: true })
   const db = new PrismaClient({ adapter }).$extends(domainErrors) as unknown as Db
   await db.$connect()
