@@ -11,10 +11,15 @@ const addFormats = addFormatsModule as unknown as typeof addFormatsModule.defaul
 // Each is made on first use: making one compiles its meta-schemas, work a start need not wait for.
 let draft07: Ajv | null = null
 let draft2020: Ajv2020 | null = null
-const ajvFor = (schema: Record<string, unknown>): Ajv =>
-  typeof schema.$schema === 'string' && schema.$schema.includes('2020-12')
-    ? (draft2020 ??= addFormats(new Ajv2020({ allErrors: true, strict: false })))
-    : (draft07 ??= addFormats(new Ajv({ allErrors: true, strict: false })))
+const OPTIONS = { allErrors: true, strict: false }
+function ajvFor(schema: Record<string, unknown>): Ajv {
+  if (typeof schema.$schema === 'string' && schema.$schema.includes('2020-12')) {
+    draft2020 ??= addFormats(new Ajv2020(OPTIONS))
+    return draft2020
+  }
+  draft07 ??= addFormats(new Ajv(OPTIONS))
+  return draft07
+}
 const validators = new TextKeyedCache<ValidateFunction>(8 * 1024 * 1024)
 
 /** Compiles (and caches by its JSON text) a prompt's output JSON Schema. */
