@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto'
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js'
 import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js'
 import type { SecretLookup } from '../domain/credentials.js'
+import { onFirstUse } from '../domain/on-first-use.js'
 import type { ToolServer } from '../domain/tool-servers.js'
 import type { ToolSpec } from '../domain/tools.js'
 
@@ -19,12 +20,10 @@ interface Connection {
 
 const LIST_TIMEOUT_MS = 15_000
 
-/** The MCP SDK's client side, loaded once, by the first run that declares a server. */
-let sdk: Promise<
-  [typeof import('@modelcontextprotocol/sdk/client/index.js'), typeof import('@modelcontextprotocol/sdk/client/streamableHttp.js')]
-> | null = null
-const clientSdk = () =>
-  (sdk ??= Promise.all([import('@modelcontextprotocol/sdk/client/index.js'), import('@modelcontextprotocol/sdk/client/streamableHttp.js')]))
+/** The MCP SDK's client side, loaded by the first run that declares a server. */
+const clientSdk = onFirstUse(() =>
+  Promise.all([import('@modelcontextprotocol/sdk/client/index.js'), import('@modelcontextprotocol/sdk/client/streamableHttp.js')]),
+)
 
 /** A result's content as text: each text part, what a non-text part is, then the structured content as JSON. */
 function resultText(result: CallToolResult): string {

@@ -2,6 +2,7 @@ import type { EventEncoder } from '@ag-ui/encoder'
 import type { Plugin } from 'graphql-yoga'
 import { PromptlineError, UnauthenticatedError } from '../domain/errors.js'
 import type { Logger } from '../domain/logger.js'
+import { onFirstUse } from '../domain/on-first-use.js'
 import type { EventCursor, SequencedEvent } from '../services/ag-ui-events.js'
 import type { AgUiRunService } from '../services/ag-ui-runs.js'
 import type { KeyLimiter } from '../services/key-limits.js'
@@ -25,8 +26,8 @@ const STATUS: Partial<Record<string, number>> = {
   UNAVAILABLE: 503,
 }
 
-/** AG-UI's encoder, loaded once, on the first run asked for (a start that serves no AG-UI client loads none of it). */
-let encoding: Promise<typeof import('@ag-ui/encoder')> | null = null
+/** AG-UI's encoder, loaded on the first run asked for (a start that serves no AG-UI client loads none of it). */
+const encoding = onFirstUse(() => import('@ag-ui/encoder'))
 
 /** `Last-Event-ID`: `<sequence>-<index>` as sent, or a bare sequence (every event of it). */
 function cursorOf(header: string | null): EventCursor | null {
@@ -73,7 +74,7 @@ export function useAgUi(agUi: AgUiRunService, keys: KeyRing, limiter: KeyLimiter
         await limiter.countRequests(principal, 1)
         if (request.method !== 'POST') return endResponse(Response.json({ error: 'POST a RunAgentInput' }, { status: 405 }))
         const after = cursorOf(request.headers.get('last-event-id'))
-        const { EventEncoder } = await (encoding ??= import('@ag-ui/encoder'))
+        const { EventEncoder } = await encoding()
         const events = await agUi.run(principal, await request.json().catch(() => null), after)
         endResponse(
           new Response(sse(events, new EventEncoder()), { headers: { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' } }),

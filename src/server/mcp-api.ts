@@ -1,6 +1,7 @@
 import type { Plugin } from 'graphql-yoga'
 import { PromptlineError, UnauthenticatedError } from '../domain/errors.js'
 import type { Logger } from '../domain/logger.js'
+import { onFirstUse } from '../domain/on-first-use.js'
 import type { KeyLimiter } from '../services/key-limits.js'
 import type { KeyRing } from '../services/key-ring.js'
 import type { McpPromptService } from '../services/mcp-prompts.js'
@@ -8,8 +9,8 @@ import type { McpPromptService } from '../services/mcp-prompts.js'
 /** JSON-RPC's code for a request it refuses. */
 const INVALID_REQUEST = -32600
 
-/** The MCP SDK's server side, loaded once, on the first request (a start that serves no MCP host loads none of it). */
-let sdk: Promise<typeof import('./mcp-server.js')> | null = null
+/** The MCP SDK's server side, loaded on the first request (a start that serves no MCP host loads none of it). */
+const serverSdk = onFirstUse(() => import('./mcp-server.js'))
 
 /**
  * promptline as an MCP server at `/mcp` (Streamable HTTP, stateless, JSON answers): its prompts
@@ -26,7 +27,7 @@ export function useMcpServer(mcp: McpPromptService, keys: KeyRing, limiter: KeyL
         const principal = await keys.authenticate(request.headers.get('authorization'))
         if (!principal) throw new UnauthenticatedError('a valid API key is required: send Authorization: Bearer <key>')
         await limiter.countRequests(principal, 1)
-        const { answerMcp } = await (sdk ??= import('./mcp-server.js'))
+        const { answerMcp } = await serverSdk()
         endResponse(await answerMcp(mcp, principal, request))
       } catch (error) {
         if (error instanceof UnauthenticatedError) return refuse(401, error.message)
