@@ -62,6 +62,13 @@ describe('the docs, run as written', () => {
     await expect(new DocRunner(server).runPage(docBlocks(refused, 'refused.md'))).rejects.toThrow(
       /^refused\.md:1: createSession answers CreateSessionResult: select \.\.\. on Error \{ code message \}/,
     )
+    const wrongAnswer = [
+      '```graphql',
+      'query { preparePrompt(input: { promptId: "chat", variables: { input: "hi" } }) { profileId } }',
+      '```',
+      '<!-- doc-test: expect {"preparePrompt": {"profileId": "not-what-it-answers"}} -->',
+    ].join('\n')
+    await expect(new DocRunner(server).runPage(docBlocks(wrongAnswer, 'answer.md'))).rejects.toThrow(/^answer\.md:1: expected/)
     const throwing = ['```js', "throw new Error('as written, this fails')", '```'].join('\n')
     await expect(new DocRunner(server).runPage(docBlocks(throwing, 'throwing.md'))).rejects.toThrow(/as written, this fails/)
   })

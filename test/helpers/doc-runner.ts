@@ -193,6 +193,7 @@ export class DocRunner {
   }
 
   private async shell(block: DocBlock, text: string): Promise<void> {
+    let printed = ''
     for (const command of text
       .replace(/\\\n\s*/g, ' ')
       .split('\n')
@@ -215,8 +216,9 @@ export class DocRunner {
         cwd: PROJECT_ROOT,
         env: withoutOurs(process.env),
       })
-      if (block.expect !== undefined) expect(stdout).toContain(block.expect)
+      printed += stdout
     }
+    if (block.expect !== undefined) expect(printed).toContain(block.expect)
   }
 
   private async program(block: DocBlock, text: string): Promise<void> {
