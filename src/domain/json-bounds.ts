@@ -9,7 +9,7 @@ export interface JsonBounds {
 const DEFAULT_JSON_BOUNDS: JsonBounds = { maxDepth: 32, maxBytes: 256 * 1024 }
 
 /**
- * Why a JSON value is out of bounds, or null. Walks with its own stack (no recursion, so no
+ * Why a JSON value is out of bounds (or holds a `__proto__` key), or null. Walks with its own stack (no recursion, so no
  * nesting can overflow it) and stops at the first excess; the size is the serialized size, near
  * enough.
  */
@@ -23,6 +23,8 @@ export function jsonOutOfBounds(value: unknown, bounds: JsonBounds = DEFAULT_JSO
       const entries = Array.isArray(item) ? item.map((v) => ['', v] as const) : Object.entries(item)
       bytes += 2
       for (const [key, child] of entries) {
+        // a prototype-polluting key, and one the database client mistakes for its own: never stored
+        if (key === '__proto__') return 'holds a key named __proto__, which is not accepted'
         bytes += key.length + 4
         stack.push([child, depth + 1])
       }

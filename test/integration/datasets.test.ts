@@ -115,6 +115,14 @@ describe.each(providers)('datasets (%s)', (provider) => {
     expect(await create('strict')).toMatchObject({ __typename: 'InvalidRequestError' })
     const notObject = await t.request(AddDatasetItemsDocument, { input: { datasetId: 'strict', items: [{ variables: [1, 2] }] } })
     expect(notObject.data!.addDatasetItems.__typename).toBe('InvalidRequestError')
+    // a key named __proto__ (JSON.parse makes it an own key) is refused, not stored
+    const polluting = await t.request(AddDatasetItemsDocument, {
+      input: { datasetId: 'strict', items: [{ variables: {}, expected: JSON.parse('{"__proto__": null}') }] },
+    })
+    expect(polluting.data!.addDatasetItems).toMatchObject({
+      __typename: 'InvalidRequestError',
+      message: 'input.items[0].expected: holds a key named __proto__, which is not accepted',
+    })
     const unknown = (await t.request(RemoveDatasetItemsDocument, { input: { datasetId: 'strict', itemIds: ['no-such-item'] } })).data!
       .removeDatasetItems
     expect(unknown).toMatchObject({ __typename: 'InvalidRequestError' })
