@@ -69,6 +69,7 @@ const configSchema = z.object({
   PROMPTLINE_MAX_COST: count(DEFAULT_REQUEST_LIMITS.maxCost),
   PROMPTLINE_MAX_BODY_BYTES: count(DEFAULT_REQUEST_LIMITS.maxBodyBytes, 1024),
   PROMPTLINE_MUTATIONS_PER_SECOND: count(DEFAULT_REQUEST_LIMITS.mutationsPerSecond),
+  PROMPTLINE_MAX_API_IN_FLIGHT: count(DEFAULT_REQUEST_LIMITS.apiRequestsInFlight),
   PROMPTLINE_MAX_SUBSCRIPTIONS_PER_KEY: count(DEFAULT_REQUEST_LIMITS.subscriptionsPerKey),
   PROMPTLINE_CREDENTIAL_ENV_ALLOWLIST: z
     .string()
@@ -218,6 +219,7 @@ function limitsOf(c: ParsedEnv): Pick<Config, 'requestLimits' | 'limits' | 'coal
       maxCost: c.PROMPTLINE_MAX_COST,
       maxBodyBytes: c.PROMPTLINE_MAX_BODY_BYTES,
       mutationsPerSecond: c.PROMPTLINE_MUTATIONS_PER_SECOND,
+      apiRequestsInFlight: c.PROMPTLINE_MAX_API_IN_FLIGHT,
       subscriptionsPerKey: c.PROMPTLINE_MAX_SUBSCRIPTIONS_PER_KEY,
       publicSchema: c.PROMPTLINE_PUBLIC_SCHEMA === '1',
     },

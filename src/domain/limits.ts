@@ -40,6 +40,11 @@ export interface RequestLimits {
   subscriptionsPerKey: number
   /** Mutations one key may send per second (a short window keeps the count cheap); past that, RATE_LIMITED. */
   mutationsPerSecond: number
+  /**
+   * OpenAI API (`/v1`) requests this instance answers at once, a stream until it ends; past that,
+   * 503 with Retry-After: over capacity a client is told at once, rather than every answer slowing.
+   */
+  apiRequestsInFlight: number
   /** False: no introspection, no GraphiQL, no field suggestions in errors. */
   publicSchema: boolean
 }
@@ -52,6 +57,7 @@ export const DEFAULT_REQUEST_LIMITS: RequestLimits = {
   maxCost: 5_000,
   maxBodyBytes: 2 * 1024 * 1024,
   mutationsPerSecond: 200,
+  apiRequestsInFlight: 128,
   subscriptionsPerKey: 100,
   publicSchema: true,
 }

@@ -26,7 +26,10 @@ export const FailoverAttemptRef = builder.objectRef<FailoverAttempt>('FailoverAt
       description:
         'RATE_LIMITED, OVERLOADED, SERVER_ERROR, NETWORK, UNAUTHORIZED, NOT_FOUND, CONTEXT_LENGTH, BAD_REQUEST, STREAM_TIMEOUT or NO_CREDENTIALS.',
     }),
-    durationMs: t.exposeInt('durationMs', { description: 'How long the try took, in milliseconds (0 when skipped).' }),
+    durationMs: t.int({
+      description: 'How long the try took, in milliseconds (0 when skipped).',
+      resolve: (a) => Math.round(a.durationMs),
+    }),
     attempt: t.exposeInt('attempt', { description: '1 for the first call to the candidate, 2 for its first retry, …; 0 when skipped.' }),
   }),
 })

@@ -2,6 +2,7 @@ import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom
 import type { CapacitySnapshot } from '../capacity/capacity-pool.js'
 import type { Metrics } from '../domain/metrics.js'
 import type { RunRecord } from '../domain/records.js'
+import type { RequestStage } from '../domain/request-timing.js'
 
 /** What the gauges read when Prometheus scrapes. */
 export interface MetricSources {
@@ -26,6 +27,8 @@ export class PrometheusMetrics implements Metrics {
   private readonly writeLag: Histogram
   private readonly eventsWrittenTotal: Counter
   private readonly webhookAttempts: Counter<'outcome'>
+  private readonly overhead: Histogram
+  private readonly stages: Histogram<'stage'>
   private sources: MetricSources | null = null
 
   constructor() {
@@ -86,6 +89,21 @@ export class PrometheusMetrics implements Metrics {
       name: 'promptline_webhook_attempts_total',
       help: 'Webhook POSTs made, by outcome: delivered, retrying (failed, another try is due) or failed (the schedule is spent).',
       labelNames: ['outcome'],
+      registers,
+    })
+    // sub-millisecond buckets: a gateway's own time is judged in them
+    const requestBuckets = [0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1]
+    this.overhead = new Histogram({
+      name: 'promptline_openai_overhead_seconds',
+      help: 'The server’s own time on an OpenAI API (/v1) request: its total less its vendor calls’ (x-promptline-overhead-ms).',
+      buckets: requestBuckets,
+      registers,
+    })
+    this.stages = new Histogram({
+      name: 'promptline_openai_stage_seconds',
+      help: 'An OpenAI API request’s stages (its Server-Timing): auth, admission, first-token, record.',
+      labelNames: ['stage'],
+      buckets: requestBuckets,
       registers,
     })
     this.registerGauges(registers)
@@ -164,6 +182,12 @@ export class PrometheusMetrics implements Metrics {
   eventsWritten(count: number, lagMs: number): void {
     this.eventsWrittenTotal.inc(count)
     this.writeLag.observe(lagMs / 1000)
+  }
+
+  /** An OpenAI API request was answered (a stream: its headers sent). */
+  requestTimed(overheadMs: number, stages: Partial<Record<RequestStage, number>>): void {
+    this.overhead.observe(overheadMs / 1000)
+    for (const [stage, ms] of Object.entries(stages)) this.stages.observe({ stage }, ms / 1000)
   }
 
   webhookAttempted(outcome: 'delivered' | 'retrying' | 'failed'): void {

@@ -118,7 +118,12 @@ export function createPromptlineYoga(options: {
       useProbes(options.probes, logger),
       useFileUploads(options.files, options.keys, options.limiter),
       useDatasetLines(services.datasets, options.keys, options.limiter),
-      useOpenAIApi(options.openai, options.keys, options.limiter, logger),
+      useOpenAIApi(
+        options.openai,
+        { keys: options.keys, limiter: options.limiter, inFlight: options.limits.apiRequestsInFlight },
+        options.metrics,
+        logger,
+      ),
       useMcpServer(options.mcp, options.keys, options.limiter, logger),
       useAgUi(options.agUi, options.keys, options.limiter, logger),
       useConsole(),

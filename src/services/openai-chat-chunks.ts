@@ -1,6 +1,7 @@
 import { type ErrorCode, NotFoundError, PromptlineError } from '../domain/errors.js'
 import type { SessionEvent } from '../domain/events.js'
 import type { FinishReason, RunRecord } from '../domain/records.js'
+import type { RequestTiming } from '../domain/request-timing.js'
 import { handsOver } from '../domain/tool-rounds.js'
 import { usageOfRun } from './openai-shapes.js'
 
@@ -83,6 +84,8 @@ export interface ChunkOptions {
   paused: (runId: string) => Promise<RunRecord | null>
   /** Stops the run: its client went away before its answer ended. */
   stop: () => void
+  /** Told of each token and of the run's end. */
+  timing: RequestTiming
 }
 
 /** A session's events as one model round's chunks, once its run is known. */
@@ -129,6 +132,7 @@ async function* chunksOf(events: AsyncIterator<SessionEvent>, run: RunRecord, op
         if (event.type === 'TOOL_CALLS_REQUESTED') roundsToSkip--
         continue
       }
+      if (event.type === 'TOKEN_DELTA') options.timing.token()
       if (event.type === 'TOKEN_DELTA' && !options.holdText) yield delta({ content: event.text })
       else if (event.type === 'TOOL_CALL_STARTED' && event.server !== null) serverCalls.add(event.callId)
       else if (event.type === 'TOOL_CALL_DELTA' && serverCalls.has(event.callId)) continue
@@ -142,6 +146,7 @@ async function* chunksOf(events: AsyncIterator<SessionEvent>, run: RunRecord, op
       } else if (event.type === 'TOOL_CALLS_REQUESTED' || event.type === 'RUN_FINISHED') {
         ended = true
         const now = event.type === 'RUN_FINISHED' ? event.run : ((await options.paused(run.id)) ?? run)
+        options.timing.ran(now)
         const failure = failureOf(now)
         if (failure) {
           yield { error: { ...failure, type: 'server_error', param: null } }

@@ -5,6 +5,7 @@ import type { ContentPart } from '../domain/content-parts.js'
 import { InvalidRequestError } from '../domain/errors.js'
 import type { SessionEvent } from '../domain/events.js'
 import type { ChatMessage, RunRecord } from '../domain/records.js'
+import type { RequestTiming } from '../domain/request-timing.js'
 import { type ChatChunk, chatChunks, wholeCompletion } from './openai-chat-chunks.js'
 import {
   mediaPart,
@@ -93,6 +94,12 @@ const chatSchema = z
 
 type ChatRequest = z.infer<typeof chatSchema>
 
+/** What answering a request is told: its client leaving, and where its time goes. */
+interface Answering {
+  signal: AbortSignal
+  timing: RequestTiming
+}
+
 /** What the HTTP layer answers: a whole completion, or chunks to stream. */
 export type ChatAnswer = { runId: string; completion: Record<string, unknown> } | { runId: string; chunks: AsyncIterable<ChatChunk> }
 
@@ -107,16 +114,17 @@ export class OpenAIChatService {
     private readonly sessions: SessionService,
   ) {}
 
-  /** `POST /v1/chat/completions`: the run, whole or as chunks as it streams. */
-  async complete(principal: Principal, body: unknown, signal: AbortSignal): Promise<ChatAnswer> {
+  /** `POST /v1/chat/completions`: the run, whole or as chunks as it streams; `timing` is told of its stages. */
+  async complete(principal: Principal, body: unknown, signal: AbortSignal, timing: RequestTiming): Promise<ChatAnswer> {
     const request = parseChat(body)
     const messages = request.messages.map(chatMessageOf)
     const waiting = await this.waitingFor(principal, messages)
-    if (waiting) return this.resume(principal, request, waiting, messages, signal)
+    const at = { signal, timing }
+    if (waiting) return this.resume(principal, request, waiting, messages, at)
     const sessionId = `chatcmpl-${randomUUID()}`
     await this.sessions.create(principal.tenantId, { id: sessionId, title: 'POST /v1/chat/completions' })
     try {
-      return await this.start(principal, request, sessionId, messages, signal)
+      return await this.start(principal, request, sessionId, messages, at)
     } catch (error) {
       // refused (a budget, a limit, a missing model): the session made for it holds nothing
       await this.sessions.delete(principal.tenantId, sessionId).catch(() => {})
@@ -124,7 +132,7 @@ export class OpenAIChatService {
     }
   }
 
-  private async start(principal: Principal, request: ChatRequest, sessionId: string, messages: ChatMessage[], signal: AbortSignal) {
+  private async start(principal: Principal, request: ChatRequest, sessionId: string, messages: ChatMessage[], at: Answering) {
     const events = (await this.runs.sessionEvents(principal.tenantId, sessionId, 0))[Symbol.asyncIterator]()
     const input = {
       sessionId,
@@ -144,11 +152,12 @@ export class OpenAIChatService {
       await events.return?.()
       throw error
     })
-    return this.answer(principal, request, events, { sessionId, queueId: entry.queueId }, signal)
+    at.timing.admitted()
+    return this.answer(principal, request, events, { sessionId, queueId: entry.queueId }, at)
   }
 
   /** Submits the results the messages end with to the run waiting for them, then answers its next round. */
-  private async resume(principal: Principal, request: ChatRequest, run: RunRecord, messages: ChatMessage[], signal: AbortSignal) {
+  private async resume(principal: Principal, request: ChatRequest, run: RunRecord, messages: ChatMessage[], at: Answering) {
     const { tenantId } = principal
     const results = trailingResults(messages).map((m) => ({ callId: m.toolCallId!, output: m.content, isError: m.isError ?? null }))
     // from the run's start: its next round may stream before a live subscription would attach
@@ -159,7 +168,8 @@ export class OpenAIChatService {
       await events.return?.()
       throw error
     }
-    return this.answer(principal, request, events, { sessionId: run.sessionId!, queueId: run.queueId! }, signal, run)
+    at.timing.admitted()
+    return this.answer(principal, request, events, { sessionId: run.sessionId!, queueId: run.queueId! }, at, run)
   }
 
   private async answer(
@@ -167,7 +177,7 @@ export class OpenAIChatService {
     request: ChatRequest,
     events: AsyncIterator<SessionEvent>,
     entry: { sessionId: string; queueId: string },
-    signal: AbortSignal,
+    { signal, timing }: Answering,
     resumed: RunRecord | null = null,
   ): Promise<ChatAnswer> {
     const { tenantId } = principal
@@ -178,7 +188,7 @@ export class OpenAIChatService {
     const includeUsage = !request.stream || (request.stream_options?.include_usage ?? false)
     // the answer as the run kept it: whole, or once its output contract held
     const holdText = !request.stream || formatOf(request) !== null
-    const chunks = chatChunks(events, { model: request.model, includeUsage, holdText, resumed, paused, stop })
+    const chunks = chatChunks(events, { model: request.model, includeUsage, holdText, resumed, paused, stop, timing })
     const { runId, stream } = await chunks
     if (request.stream) return { runId, chunks: stream }
     return { runId, completion: await wholeCompletion(stream) }

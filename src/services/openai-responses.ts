@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto'
 import type { Principal } from '../domain/access.js'
 import { InvalidRequestError, NotFoundError } from '../domain/errors.js'
 import type { ChatMessage, RunRecord } from '../domain/records.js'
+import type { RequestTiming } from '../domain/request-timing.js'
 import { pendingCalls } from '../domain/tool-rounds.js'
 import {
   conversationOf,
@@ -33,10 +34,11 @@ export class OpenAIResponsesService {
     private readonly sessions: SessionService,
   ) {}
 
-  /** `POST /v1/responses`. */
-  async create(principal: Principal, body: unknown, signal: AbortSignal): Promise<ResponseAnswer> {
+  /** `POST /v1/responses`; `timing` is told of its admission and, answered whole, its run's end. */
+  async create(principal: Principal, body: unknown, signal: AbortSignal, timing: RequestTiming): Promise<ResponseAnswer> {
     const request = parseResponseRequest(body)
     const ref = await this.admit(principal, request)
+    timing.admitted()
     const background = request.background ?? false
     // a foreground response's client that goes away stops its run: nobody else reads it
     const stop = background ? () => {} : () => void this.cancel(principal, ref).catch(() => {})
@@ -46,6 +48,8 @@ export class OpenAIResponsesService {
     if (request.stream || !('events' in answer)) return answer
     let last: StreamEvent | null = null
     for await (const event of answer.events) last = event
+    const ran = answer.runId ? await this.runs.run(principal.tenantId, answer.runId) : null
+    if (ran) timing.ran(ran)
     return { runId: answer.runId, response: last?.response as Record<string, unknown> }
   }
 

@@ -17,6 +17,7 @@ import {
 import { vendorCatalog } from '../helpers/catalog-dir.js'
 import { providers } from '../helpers/databases.js'
 import { ADMIN_KEY, completedRun, createKey, gql } from '../helpers/key-checks.js'
+import { scrape } from '../helpers/prometheus.js'
 import { startTestServer, type TestServer } from '../helpers/server.js'
 
 // OpenAI's Chat Completions at /v1, driven by the official openai SDK, onto ordinary runs of
@@ -92,6 +93,44 @@ describe.each(providers)('Chat Completions through the openai SDK (%s)', (provid
       })
     },
   )
+
+  it("says the server's own time on each answer: the total less the vendor's, by stage, and in /metrics", async () => {
+    const before = await scrape(t.http.url)
+    // paced tokens: the vendor's 120 ms must not count as the server's
+    openai.script({ tokens: ['a ', 'b ', 'c'], delayMs: 40 })
+    const sentAt = performance.now()
+    const { response } = await client.chat.completions
+      .create({ model: 'oa-plain', messages: [{ role: 'user', content: 'x' }] })
+      .withResponse()
+    const totalMs = performance.now() - sentAt
+    const timing = Object.fromEntries(
+      response.headers
+        .get('server-timing')!
+        .split(', ')
+        .map((stage) => stage.split(';dur=') as [string, string])
+        .map(([name, ms]) => [name, Number(ms)]),
+    )
+    expect(Object.keys(timing)).toEqual(['auth', 'admission', 'first-token', 'record', 'vendor'])
+    expect(timing.vendor).toBeGreaterThanOrEqual(120)
+    const overheadMs = Number(response.headers.get('x-promptline-overhead-ms'))
+    expect(overheadMs).toBeGreaterThan(0)
+    expect(overheadMs).toBeLessThanOrEqual(totalMs - timing.vendor!)
+    const streamed = await client.chat.completions
+      .create({ model: 'fake-echo', messages: [{ role: 'user', content: 'x' }], stream: true })
+      .withResponse()
+    for await (const _ of streamed.data);
+    // a stream's headers go before its tokens: its figures are those up to them
+    expect(streamed.response.headers.get('server-timing')).toMatch(/^auth;dur=[\d.]+, admission;dur=[\d.]+$/)
+    const refused = await fetch(`${t.http.url}/v1/models`, { headers: { authorization: 'Bearer wrong' } })
+    expect(refused.status).toBe(401)
+    expect(Number(refused.headers.get('x-promptline-overhead-ms'))).toBeGreaterThan(0)
+    const after = await scrape(t.http.url)
+    const count = (read: typeof before, name: string, labels = {}) => read(`${name}_count`, labels)
+    expect(count(after, 'promptline_openai_overhead_seconds') - count(before, 'promptline_openai_overhead_seconds')).toBe(3)
+    const stage = 'promptline_openai_stage_seconds'
+    expect(count(after, stage, { stage: 'record' }) - count(before, stage, { stage: 'record' })).toBe(1)
+    expect(count(after, stage, { stage: 'admission' }) - count(before, stage, { stage: 'admission' })).toBe(2)
+  })
 
   it('records which surface admitted each run', async () => {
     await gql(t.http.url, ADMIN_KEY, CreateSessionDocument, { input: { id: 'from-graphql', defaultProfileId: 'fake-echo' } })

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import WebSocket from 'ws'
 import { sha256Hex } from '../../src/domain/hash.js'
 import { CreateSessionDocument, SessionEventsDocument, SessionsDocument } from '../generated/graphql.js'
+import { BACKENDS_YAML, catalogDir } from '../helpers/catalog-dir.js'
 import { createSession, enqueue } from '../helpers/flow.js'
 import { startTestServer, type TestServer } from '../helpers/server.js'
 import { collect, wsClient } from '../helpers/ws-client.js'
@@ -110,6 +111,35 @@ describe('request limits', () => {
       expect(ids.sort()).toEqual(['c-1', 'c-2', 'c-3'])
     } finally {
       await limited.stop({ dropDatabase: true })
+    }
+  })
+
+  it('answers OpenAI API requests past its slots 503 with Retry-After at once, and frees a slot when a stream ends', async () => {
+    const catalog = catalogDir({
+      'catalog.yaml': `${BACKENDS_YAML}profiles:\n  - { id: slow, backendId: fake, model: echo, settings: { extra: { tokenDelayMs: 50 } } }\n`,
+    })
+    const capped = await startTestServer({ provider: 'sqlite', app: { catalogDir: catalog, requestLimits: { apiRequestsInFlight: 1 } } })
+    const complete = (stream: boolean) =>
+      fetch(`${capped.http.url}/v1/chat/completions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'slow', messages: [{ role: 'user', content: 'one two three four' }], stream }),
+      })
+    try {
+      const streaming = await complete(true)
+      expect(streaming.status).toBe(200)
+      const refused = await complete(false)
+      expect(refused.status).toBe(503)
+      expect(refused.headers.get('retry-after')).toBe('1')
+      const { error } = (await refused.json()) as { error: { type: string; message: string } }
+      expect(error.type).toBe('server_error')
+      expect(error.message).toContain('PROMPTLINE_MAX_API_IN_FLIGHT')
+      expect(await streaming.text()).toContain('data: [DONE]')
+      // the slot came back once the stream's answer was sent whole
+      const after = await complete(false)
+      expect(after.status).toBe(200)
+    } finally {
+      await capped.stop({ dropDatabase: true })
     }
   })
 
