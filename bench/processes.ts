@@ -40,6 +40,13 @@ export async function stop(child: ChildProcess): Promise<void> {
   await new Promise((r) => child.once('exit', r))
 }
 
+/** Limits raised past the GraphQL levels' load, which a default server refuses at 50 clients. */
+export const RAISED_LIMITS = {
+  PROMPTLINE_MUTATIONS_PER_SECOND: '100000',
+  PROMPTLINE_MAX_PENDING_ADMISSIONS: '100000',
+  PROMPTLINE_MAX_PENDING_BYTES: String(1024 ** 3),
+}
+
 /** promptline built and run in a process of its own, on a fresh SQLite file. */
 export class PromptlineProcess {
   private constructor(
@@ -48,7 +55,8 @@ export class PromptlineProcess {
     private readonly dir: string,
   ) {}
 
-  static async start(catalogDir: string, profile: boolean): Promise<PromptlineProcess> {
+  /** `env` adds to the server's: the bench's raised limits (RAISED_LIMITS), keys. */
+  static async start(catalogDir: string, profile: boolean, env: NodeJS.ProcessEnv): Promise<PromptlineProcess> {
     const dir = mkdtempSync(path.join(tmpdir(), 'promptline-bench-'))
     if (profile) mkdirSync(PROFILE_DIR, { recursive: true })
     const { child, match } = await startChild(
@@ -59,10 +67,8 @@ export class PromptlineProcess {
         PORT: '0',
         LOG_LEVEL: 'error',
         PROMPTLINE_CATALOG: catalogDir,
-        PROMPTLINE_MUTATIONS_PER_SECOND: '100000',
-        PROMPTLINE_MAX_PENDING_ADMISSIONS: '100000',
-        PROMPTLINE_MAX_PENDING_BYTES: String(1024 ** 3),
         BENCH_KEY,
+        ...env,
       },
       /GraphiQL at (http:\/\/\S+)\/graphql/,
     )

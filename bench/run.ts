@@ -1,19 +1,21 @@
 // npm run bench [-- --profile]: promptline built and run in a process of its own on a fresh
 // SQLite file, the openai backend (real SDK) against a local fake OpenAI server, in both client
 // shapes (bench/shapes.ts) beside the floor, at 0 and 5 ms per token and 1, 10 and 50 clients.
-// First, `npm start` to healthy on a new SQLite file and again on it. Prints the table (and a
+// First, `npm start` to healthy on a new SQLite file and again on it, then the gateway table
+// (bench/gateway.ts: /v1/chat/completions beside the vendor direct). Prints the table (and a
 // Markdown copy for the README), then the server's CPU over a minute with no traffic after the
 // first delay's load, and writes bench/results.json.
 // --profile writes CPU profiles of the server at each delay's busiest level to bench/profiles/ and
 // prints its busy CPU there by package. BENCH_DELAYS, BENCH_CLIENTS
-// and BENCH_SHAPES (comma lists) narrow the matrix; BENCH_NODE_FLAGS passes flags to the server's
+// and BENCH_SHAPES (comma lists) narrow the matrix, BENCH_GATEWAY_CLIENTS the gateway's (empty: none); BENCH_NODE_FLAGS passes flags to the server's
 // node. No test asserts on these figures.
 import { execFileSync } from 'node:child_process'
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { round } from './drive.js'
-import { PROFILE_DIR, PromptlineProcess, ROOT, startChild, stop } from './processes.js'
+import { GATEWAY_CLIENTS, gatewayBench } from './gateway.js'
+import { PROFILE_DIR, PromptlineProcess, RAISED_LIMITS, ROOT, startChild, stop } from './processes.js'
 import { busyByPackage, isDatabaseRuntime } from './profile-by-package.js'
 import { floorLevel, promptlineLevel, type Shape, type Workload } from './shapes.js'
 import { startTimes } from './start.js'
@@ -70,7 +72,7 @@ async function atDelay(delayMs: number) {
     `backends:\n  - { id: bench-openai, kind: OPENAI, baseUrl: "${vendor.match[1]}", credentialEnv: BENCH_KEY }\n` +
       `profiles:\n  - { id: bench, backendId: bench-openai, model: gpt-bench }\n`,
   )
-  const server = await PromptlineProcess.start(catalog, profile)
+  const server = await PromptlineProcess.start(catalog, profile, RAISED_LIMITS)
   const rows = []
   const tokenCounts = []
   try {
@@ -159,6 +161,13 @@ async function main() {
   console.log(
     `npm start to a healthy server: ${start.newDatabaseMs} ms on a new SQLite file (migrated), ${start.secondStartMs} ms again on it`,
   )
+  const gateway = GATEWAY_CLIENTS.length > 0 ? await gatewayBench(profile ? path.join(PROFILE_DIR, 'gateway-50.cpuprofile') : null) : []
+  if (gateway.length > 0) {
+    console.log('\nPOST /v1/chat/completions (20 tokens) through promptline beside the fake vendor direct; times in ms\n')
+    console.table(gateway)
+    if (profile)
+      profiles.push({ level: 'gateway, 50 clients, not streamed', ...busyByPackage(path.join(PROFILE_DIR, 'gateway-50.cpuprofile')) })
+  }
   const rows = []
   const tokenCounts = []
   for (const delayMs of DELAYS) {
@@ -179,10 +188,11 @@ async function main() {
       `\nidle server, no traffic: ${idleCpuPercent.afterLoad}% of a core over the first ${IDLE_WINDOW_MS / 1000} s after the load, ${idleCpuPercent.settled}% over the next ${IDLE_WINDOW_MS / 1000} s`,
     )
   console.log(`\n${markdown(rows)}\n`)
+  if (gateway.length > 0) console.log(`${markdown(gateway as unknown as Record<string, unknown>[])}\n`)
   const file = path.join(ROOT, 'bench/results.json')
   writeFileSync(
     file,
-    `${JSON.stringify({ at: new Date().toISOString(), node: process.version, start, rows, tokenCounts, idleCpuPercent }, null, 2)}\n`,
+    `${JSON.stringify({ at: new Date().toISOString(), node: process.version, start, gateway, rows, tokenCounts, idleCpuPercent }, null, 2)}\n`,
   )
   console.log(`written to ${path.relative(process.cwd(), file)}`)
   for (const { level, total, shares } of profiles) {
