@@ -187,6 +187,9 @@ export function useOpenAIApi(services: OpenAIServices, admission: Admission, met
       const { Response } = fetchAPI
       const timing = new RequestTiming()
       if (answering >= inFlight) {
+        // read whole, so that its connection stays open for the client's next request (an
+        // answer before its body would end the connection, src/server/http.ts)
+        await request.arrayBuffer().catch(() => {})
         const message = `this instance is answering its ${inFlight} OpenAI API requests at once (PROMPTLINE_MAX_API_IN_FLIGHT); try again shortly`
         return endResponse(timed(openAIError(new UnavailableError(message, BUSY_RETRY_MS), Response), timing, metrics))
       }

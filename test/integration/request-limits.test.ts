@@ -1,3 +1,4 @@
+import { Agent, request as httpRequest } from 'node:http'
 import { getIntrospectionQuery, parse } from 'graphql'
 import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import WebSocket from 'ws'
@@ -134,6 +135,18 @@ describe('request limits', () => {
       const { error } = (await refused.json()) as { error: { type: string; message: string } }
       expect(error.type).toBe('server_error')
       expect(error.message).toContain('PROMPTLINE_MAX_API_IN_FLIGHT')
+      // a refusal keeps its connection open: the client's next request goes on the same socket
+      const agent = new Agent({ keepAlive: true, maxSockets: 1 })
+      const onOneSocket = () =>
+        new Promise<{ status: number; reused: boolean }>((resolve, reject) => {
+          const sent = httpRequest(`${capped.http.url}/v1/models`, { method: 'POST', agent }, (answer) => {
+            answer.resume().on('end', () => resolve({ status: answer.statusCode!, reused: sent.reusedSocket }))
+          })
+          sent.on('error', reject).end(JSON.stringify({ model: 'slow', messages: [] }))
+        })
+      expect(await onOneSocket()).toEqual({ status: 503, reused: false })
+      expect(await onOneSocket()).toEqual({ status: 503, reused: true })
+      agent.destroy()
       expect(await streaming.text()).toContain('data: [DONE]')
       // the slot came back once the stream's answer was sent whole
       const after = await complete(false)
