@@ -1,7 +1,8 @@
 export const round = (n: number) => Math.round(n * 10) / 10
 
 /** The p-th percentile of already sorted numbers. */
-const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN
+export const percentile = (sorted: number[], p: number) =>
+  sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN
 
 /** What one run gave its client. */
 export interface RunOutcome {

@@ -6,6 +6,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
+import { percentile } from './drive.js'
 import { PromptlineProcess, ROOT, startChild, stop } from './processes.js'
 
 const ADMIN_SECRET = 'bench-admin-secret'
@@ -13,8 +14,6 @@ export const GATEWAY_CLIENTS = (process.env.BENCH_GATEWAY_CLIENTS ?? '1,10,50,20
 /** 20 words: the fake vendor answers with them, one token each. */
 const MESSAGE = Array.from({ length: 20 }, (_, i) => `w${i}`).join(' ')
 const requestsAt = (clients: number) => (clients === 1 ? 400 : Math.max(1000, clients * 10))
-
-const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN
 
 interface Level {
   requests: number

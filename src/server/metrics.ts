@@ -15,6 +15,27 @@ export interface MetricSources {
 
 const seconds = (from: string, to: string) => (Date.parse(to) - Date.parse(from)) / 1000
 
+/** The OpenAI API's requests: the server's own time on each, and its stages. */
+function requestHistograms(registers: Registry[]): [Histogram, Histogram<'stage'>] {
+  // sub-millisecond buckets: a gateway's own time is judged in them
+  const buckets = [0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1]
+  return [
+    new Histogram({
+      name: 'promptline_openai_overhead_seconds',
+      help: 'The server’s own time on an OpenAI API (/v1) request: its total less its vendor calls’ (x-promptline-overhead-ms).',
+      buckets,
+      registers,
+    }),
+    new Histogram({
+      name: 'promptline_openai_stage_seconds',
+      help: 'An OpenAI API request’s stages (its Server-Timing): auth, admission, first-token, record.',
+      labelNames: ['stage'],
+      buckets,
+      registers,
+    }),
+  ]
+}
+
 /** promptline's own series in one registry (Yoga's Prometheus plugin adds the GraphQL ones to it). */
 export class PrometheusMetrics implements Metrics {
   readonly registry = new Registry()
@@ -91,21 +112,7 @@ export class PrometheusMetrics implements Metrics {
       labelNames: ['outcome'],
       registers,
     })
-    // sub-millisecond buckets: a gateway's own time is judged in them
-    const requestBuckets = [0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1]
-    this.overhead = new Histogram({
-      name: 'promptline_openai_overhead_seconds',
-      help: 'The server’s own time on an OpenAI API (/v1) request: its total less its vendor calls’ (x-promptline-overhead-ms).',
-      buckets: requestBuckets,
-      registers,
-    })
-    this.stages = new Histogram({
-      name: 'promptline_openai_stage_seconds',
-      help: 'An OpenAI API request’s stages (its Server-Timing): auth, admission, first-token, record.',
-      labelNames: ['stage'],
-      buckets: requestBuckets,
-      registers,
-    })
+    ;[this.overhead, this.stages] = requestHistograms(registers)
     this.registerGauges(registers)
   }
 
