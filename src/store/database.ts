@@ -46,7 +46,7 @@ export async function openDatabase(url: string): Promise<Database> {
         await db.$disconnect()
         await sql.destroy()
         // the lane's last statement has run once every caller above has been answered
-        await connection.lane.runExclusive(() => connection.close())
+        await connection.lane.exclusive(() => connection.close())
       },
     }
   }

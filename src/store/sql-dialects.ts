@@ -1,5 +1,5 @@
 import {
-  CompiledQuery,
+  type CompiledQuery,
   type DatabaseConnection,
   type Dialect,
   type Driver,
@@ -12,15 +12,16 @@ import {
 import type { DB } from '../generated/kysely/tables.js'
 import { driverChecked } from './errors.js'
 import { type SqliteConnection, sqliteValue } from './sqlite-connection.js'
+import type { LaneTurn } from './sqlite-lane.js'
 
 /** The store's typed statements (Kysely, typed from the Prisma schema by prisma-kysely). */
 export type Sql = Kysely<DB>
 
-/** Statements on the connection in its lane: one lane turn a statement, or a whole transaction. */
+/** Statements on the connection in a turn of its lane: one statement, or a whole transaction. */
 class SqliteLaneConnection implements DatabaseConnection {
   constructor(
     private readonly connection: SqliteConnection,
-    readonly leave: () => void,
+    readonly turn: LaneTurn,
   ) {}
 
   executeQuery<R>(query: CompiledQuery): Promise<QueryResult<R>> {
@@ -28,8 +29,14 @@ class SqliteLaneConnection implements DatabaseConnection {
       (async () => {
         const statement = this.connection.prepared(query.sql)
         const values = query.parameters.map(sqliteValue)
-        if (statement.reader) return { rows: statement.raw(false).all(values) as R[] }
-        return { rows: [], numAffectedRows: BigInt(statement.run(values).changes) }
+        this.turn.statement(!statement.readonly)
+        try {
+          if (statement.reader) return { rows: statement.raw(false).all(values) as R[] }
+          return { rows: [], numAffectedRows: BigInt(statement.run(values).changes) }
+        } catch (error) {
+          this.turn.failed()
+          throw error
+        }
       })(),
     )
   }
@@ -46,28 +53,30 @@ class SqliteLaneDriver implements Driver {
   async init(): Promise<void> {}
 
   async acquireConnection(): Promise<SqliteLaneConnection> {
-    return new SqliteLaneConnection(this.connection, await this.connection.lane.acquire())
+    return new SqliteLaneConnection(this.connection, await this.connection.lane.enter())
   }
 
   async beginTransaction(connection: DatabaseConnection): Promise<void> {
-    await connection.executeQuery(CompiledQuery.raw('BEGIN'))
+    laneTurn(connection).begin()
   }
 
   async commitTransaction(connection: DatabaseConnection): Promise<void> {
-    await connection.executeQuery(CompiledQuery.raw('COMMIT'))
+    laneTurn(connection).commit()
   }
 
-  async rollbackTransaction(): Promise<void> {
-    // the caller holds the lane: this is the transaction it opened
-    this.connection.rollback()
+  async rollbackTransaction(connection: DatabaseConnection): Promise<void> {
+    laneTurn(connection).rollback()
   }
 
-  async releaseConnection(connection: DatabaseConnection): Promise<void> {
-    ;(connection as SqliteLaneConnection).leave()
+  /** Answers once the turn's writes are durable: its group's COMMIT. */
+  releaseConnection(connection: DatabaseConnection): Promise<void> {
+    return driverChecked(laneTurn(connection).leave())
   }
 
   async destroy(): Promise<void> {}
 }
+
+const laneTurn = (connection: DatabaseConnection) => (connection as SqliteLaneConnection).turn
 
 function sqliteDialect(connection: SqliteConnection): Dialect {
   return {

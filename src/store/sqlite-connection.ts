@@ -1,8 +1,8 @@
 import { mkdirSync } from 'node:fs'
 import path from 'node:path'
-import { Mutex } from 'async-mutex'
 import Sqlite from 'better-sqlite3'
 import { LRUCache } from 'lru-cache'
+import { SqliteLane } from './sqlite-lane.js'
 
 /** How the store writes a time into SQLite: ISO 8601 with an explicit offset, as Prisma writes and compares them. */
 export const sqliteTime = (at: Date) => at.toISOString().replace('Z', '+00:00')
@@ -17,13 +17,16 @@ export function sqliteValue(value: unknown): unknown {
 /**
  * SQLite's one connection, shared by Prisma's client and the run path's statements: a second
  * connection's write would wait synchronously on the first's open transaction and block the
- * event loop. Every statement takes the `lane`, alone or as part of a transaction, so no caller
- * ever writes into another's open transaction, whose rollback would undo a write already
- * acknowledged. A statement is prepared once and kept (prepare is most of a small statement's cost).
+ * event loop. Every statement takes a turn of the `lane`, alone or as part of a transaction, so
+ * no caller's rollback ever undoes another's write, and concurrent turns share a COMMIT. A
+ * statement is prepared once and kept (prepare is most of a small statement's cost).
  */
 export class SqliteConnection {
-  readonly lane = new Mutex()
   private readonly statements = new LRUCache<string, Sqlite.Statement>({ max: 1_000 })
+  readonly lane = new SqliteLane({
+    run: (sql) => this.prepared(sql).run(),
+    inTransaction: () => this.handle.inTransaction,
+  })
 
   private constructor(private readonly handle: Sqlite.Database) {}
 
@@ -48,15 +51,6 @@ export class SqliteConnection {
       this.statements.set(sql, statement)
     }
     return statement
-  }
-
-  /**
-   * Ends the open transaction, undoing it. SQLite has rolled it back itself after some errors
-   * (the disk full, an I/O error): then there is nothing left to undo, and ROLLBACK would fail
-   * in place of the error that ended it.
-   */
-  rollback(): void {
-    if (this.handle.inTransaction) this.prepared('ROLLBACK').run()
   }
 
   /** Runs statements separated by semicolons (a migration's script). */

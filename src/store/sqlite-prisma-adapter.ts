@@ -10,7 +10,9 @@ import {
   type SqlResultSet,
   type Transaction,
 } from '@prisma/driver-adapter-utils'
+import type Sqlite from 'better-sqlite3'
 import { type SqliteConnection, sqliteTime, sqliteValue } from './sqlite-connection.js'
+import type { LaneTurn } from './sqlite-lane.js'
 
 const ADAPTER_NAME = 'promptline-sqlite'
 
@@ -111,16 +113,26 @@ function guarded<T>(work: () => T): T {
   }
 }
 
-/** Statements on the connection, with no lane taken (the caller holds it). */
+/** Statements on the connection in a turn of its lane (the caller holds it). */
 class Queryable {
   readonly provider = 'sqlite'
   readonly adapterName = ADAPTER_NAME
 
   constructor(protected readonly connection: SqliteConnection) {}
 
-  async queryRaw(query: SqlQuery): Promise<SqlResultSet> {
-    return guarded(() => {
-      const statement = this.connection.prepared(query.sql)
+  protected inTurn<T>(turn: LaneTurn, statement: Sqlite.Statement, work: () => T): T {
+    turn.statement(!statement.readonly)
+    try {
+      return guarded(work)
+    } catch (error) {
+      turn.failed()
+      throw error
+    }
+  }
+
+  protected query(turn: LaneTurn, query: SqlQuery): SqlResultSet {
+    const statement = guarded(() => this.connection.prepared(query.sql))
+    return this.inTurn(turn, statement, () => {
       const args = query.args.map((arg, i) => bound(arg, query.argTypes[i]))
       if (!statement.reader) {
         statement.run(args)
@@ -137,62 +149,80 @@ class Queryable {
     })
   }
 
-  async executeRaw(query: SqlQuery): Promise<number> {
-    // Prisma ends a failed transaction with a ROLLBACK statement of its own
-    if (query.sql === 'ROLLBACK') {
-      guarded(() => this.connection.rollback())
-      return 0
-    }
-    return guarded(() => this.connection.prepared(query.sql).run(query.args.map((arg, i) => bound(arg, query.argTypes[i]))).changes)
+  protected execute(turn: LaneTurn, query: SqlQuery): number {
+    const statement = guarded(() => this.connection.prepared(query.sql))
+    return this.inTurn(turn, statement, () => statement.run(query.args.map((arg, i) => bound(arg, query.argTypes[i]))).changes)
   }
 }
 
-/** One transaction; it holds the lane until Prisma has sent its COMMIT or ROLLBACK and ends it. */
+/** One transaction: a turn of the lane, held until Prisma has sent its COMMIT or ROLLBACK and ends it. */
 class SqliteTransaction extends Queryable implements Transaction {
   readonly options = { usePhantomQuery: false }
 
   constructor(
     connection: SqliteConnection,
-    private readonly leave: () => void,
+    private readonly turn: LaneTurn,
   ) {
     super(connection)
   }
 
-  async commit(): Promise<void> {
-    this.leave()
+  async queryRaw(query: SqlQuery): Promise<SqlResultSet> {
+    return this.query(this.turn, query)
+  }
+
+  async executeRaw(query: SqlQuery): Promise<number> {
+    // Prisma ends its transaction with statements of its own: they end the turn's part of the group
+    if (query.sql === 'COMMIT') guarded(() => this.turn.commit())
+    else if (query.sql === 'ROLLBACK') guarded(() => this.turn.rollback())
+    else return this.execute(this.turn, query)
+    return 0
+  }
+
+  /** Answers once the transaction's writes are durable: its group's COMMIT. */
+  commit(): Promise<void> {
+    return this.turn.leave()
   }
 
   async rollback(): Promise<void> {
-    this.leave()
+    await this.turn.leave()
   }
 }
 
-/** Prisma's driver adapter on the one connection, in its lane. */
+/** Prisma's driver adapter on the one connection, a turn of its lane a statement. */
 class SqliteAdapter extends Queryable implements SqlDriverAdapter {
-  override queryRaw(query: SqlQuery): Promise<SqlResultSet> {
-    return this.connection.lane.runExclusive(() => super.queryRaw(query))
+  async queryRaw(query: SqlQuery): Promise<SqlResultSet> {
+    return this.alone((turn) => this.query(turn, query))
   }
 
-  override executeRaw(query: SqlQuery): Promise<number> {
-    return this.connection.lane.runExclusive(() => super.executeRaw(query))
+  async executeRaw(query: SqlQuery): Promise<number> {
+    return this.alone((turn) => this.execute(turn, query))
   }
 
   executeScript(script: string): Promise<void> {
-    return this.connection.lane.runExclusive(() => guarded(() => this.connection.script(script)))
+    return this.connection.lane.exclusive(() => guarded(() => this.connection.script(script)))
   }
 
   async startTransaction(): Promise<Transaction> {
-    const leave = await this.connection.lane.acquire()
+    const turn = await this.connection.lane.enter()
     try {
-      guarded(() => this.connection.prepared('BEGIN').run())
-      return new SqliteTransaction(this.connection, leave)
+      guarded(() => turn.begin())
+      return new SqliteTransaction(this.connection, turn)
     } catch (error) {
-      leave()
+      await turn.leave()
       throw error
     }
   }
 
   async dispose(): Promise<void> {}
+
+  private async alone<T>(work: (turn: LaneTurn) => T): Promise<T> {
+    const turn = await this.connection.lane.enter()
+    try {
+      return work(turn)
+    } finally {
+      await turn.leave()
+    }
+  }
 }
 
 /**
