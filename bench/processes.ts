@@ -1,5 +1,5 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process'
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs'
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs'
 import { tmpdir } from 'node:os'
 import path from 'node:path'
 import { fileURLToPath } from 'node:url'
@@ -41,7 +41,7 @@ export async function stop(child: ChildProcess): Promise<void> {
 }
 
 /** Limits raised past the GraphQL levels' load, which a default server refuses at 50 clients. */
-export const RAISED_LIMITS = {
+const RAISED_LIMITS = {
   PROMPTLINE_MUTATIONS_PER_SECOND: '100000',
   PROMPTLINE_MAX_PENDING_ADMISSIONS: '100000',
   PROMPTLINE_MAX_PENDING_BYTES: String(1024 ** 3),
@@ -61,7 +61,15 @@ export class PromptlineProcess {
     if (profile) mkdirSync(PROFILE_DIR, { recursive: true })
     const { child, match } = await startChild(
       process.execPath,
-      [...NODE_FLAGS, '--import', './bench/count-sql.mjs', ...(profile ? ['--import', './bench/cpu-profiler.mjs'] : []), 'dist/main.js'],
+      [
+        ...NODE_FLAGS,
+        '--import',
+        './bench/count-sql.mjs',
+        '--import',
+        './bench/handles.mjs',
+        ...(profile ? ['--import', './bench/cpu-profiler.mjs'] : []),
+        'dist/main.js',
+      ],
       {
         DATABASE_URL: `file:${path.join(dir, 'bench.db')}`,
         PORT: '0',
@@ -95,22 +103,28 @@ export class PromptlineProcess {
     })
   }
 
+  /** How many resources keep the server's event loop busy, counted by bench/handles.mjs inside it. */
+  async activeHandles(): Promise<number> {
+    return (await this.ask<{ count: number }>({ type: 'handles' }, 'handles')).count
+  }
+
   /** Starts the server's CPU profiler (a server started with `profile`). */
-  startProfile(): Promise<void> {
-    return this.ask({ type: 'profile-start' }, 'profile-started')
+  async startProfile(): Promise<void> {
+    await this.ask({ type: 'profile-start' }, 'profile-started')
   }
 
   /** Stops it and has the server write the profile to `file`. */
-  stopProfile(file: string): Promise<void> {
-    return this.ask({ type: 'profile-stop', file }, 'profile-written')
+  async stopProfile(file: string): Promise<void> {
+    await this.ask({ type: 'profile-stop', file }, 'profile-written')
   }
 
-  private ask(message: object, answer: string): Promise<void> {
+  /** Sends `message` and resolves with the server's first message of type `answer`. */
+  private ask<T>(message: object, answer: string): Promise<T> {
     return new Promise((resolve) => {
       const onMessage = (m: { type?: string }) => {
         if (m?.type !== answer) return
         this.child.off('message', onMessage)
-        resolve()
+        resolve(m as T)
       }
       this.child.on('message', onMessage)
       this.child.send(message)
@@ -121,4 +135,34 @@ export class PromptlineProcess {
     await stop(this.child)
     rmSync(this.dir, { recursive: true, force: true })
   }
+}
+
+/**
+ * The fake OpenAI at `delayMs` a token in a process of its own, and promptline before it with the
+ * bench's raised limits (a backend `bench-openai`, a profile `bench`); `close()` stops both.
+ */
+export async function benchServer(delayMs: number, profile: boolean) {
+  const vendor = await startChild(
+    path.join(ROOT, 'node_modules/.bin/tsx'),
+    ['bench/fake-openai.ts', String(delayMs)],
+    {},
+    /(http:\/\/\S+)\n/,
+  )
+  const catalog = mkdtempSync(path.join(tmpdir(), 'promptline-bench-catalog-'))
+  // the backend's capacity is left at its defaults: they are part of what is measured
+  writeFileSync(
+    path.join(catalog, 'bench.yaml'),
+    `backends:\n  - { id: bench-openai, kind: OPENAI, baseUrl: "${vendor.match[1]}", credentialEnv: BENCH_KEY }\n` +
+      `profiles:\n  - { id: bench, backendId: bench-openai, model: gpt-bench }\n`,
+  )
+  const stopAll = async (server?: PromptlineProcess) => {
+    await server?.close()
+    await stop(vendor.child)
+    rmSync(catalog, { recursive: true, force: true })
+  }
+  const server = await PromptlineProcess.start(catalog, profile, RAISED_LIMITS).catch(async (error) => {
+    await stopAll()
+    throw error
+  })
+  return { server, vendorUrl: vendor.match[1]!, close: () => stopAll(server) }
 }

@@ -4,20 +4,21 @@
 // First, `npm start` to healthy on a new SQLite file and again on it, then the gateway table
 // (bench/gateway.ts: /v1/chat/completions beside the vendor direct). Prints the table (and a
 // Markdown copy for the README), then the server's CPU over a minute with no traffic after the
-// first delay's load, and writes bench/results.json.
+// first delay's load, then the soak (bench/soak.ts: BENCH_SOAK_MINUTES, 30 by default), and
+// writes bench/results.json.
 // --profile writes CPU profiles of the server at each delay's busiest level to bench/profiles/ and
 // prints its busy CPU there by package. BENCH_DELAYS, BENCH_CLIENTS
 // and BENCH_SHAPES (comma lists) narrow the matrix, BENCH_GATEWAY_CLIENTS the gateway's (empty: none); BENCH_NODE_FLAGS passes flags to the server's
 // node. No test asserts on these figures.
 import { execFileSync } from 'node:child_process'
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs'
-import { tmpdir } from 'node:os'
+import { writeFileSync } from 'node:fs'
 import path from 'node:path'
 import { round } from './drive.js'
 import { GATEWAY_CLIENTS, gatewayBench } from './gateway.js'
-import { PROFILE_DIR, PromptlineProcess, RAISED_LIMITS, ROOT, startChild, stop } from './processes.js'
+import { benchServer, PROFILE_DIR, type PromptlineProcess, ROOT } from './processes.js'
 import { busyByPackage, isDatabaseRuntime } from './profile-by-package.js'
 import { floorLevel, promptlineLevel, type Shape, type Workload } from './shapes.js'
+import { SOAK_MINUTES, soak } from './soak.js'
 import { startTimes } from './start.js'
 
 const TOKENS_PER_RUN = 200
@@ -59,20 +60,7 @@ async function measured(server: PromptlineProcess, shape: Shape, load: Workload,
 }
 
 async function atDelay(delayMs: number) {
-  const vendor = await startChild(
-    path.join(ROOT, 'node_modules/.bin/tsx'),
-    ['bench/fake-openai.ts', String(delayMs)],
-    {},
-    /(http:\/\/\S+)\n/,
-  )
-  const catalog = mkdtempSync(path.join(tmpdir(), 'promptline-bench-catalog-'))
-  // the backend's capacity is left at its defaults: they are part of what is measured
-  writeFileSync(
-    path.join(catalog, 'bench.yaml'),
-    `backends:\n  - { id: bench-openai, kind: OPENAI, baseUrl: "${vendor.match[1]}", credentialEnv: BENCH_KEY }\n` +
-      `profiles:\n  - { id: bench, backendId: bench-openai, model: gpt-bench }\n`,
-  )
-  const server = await PromptlineProcess.start(catalog, profile, RAISED_LIMITS)
+  const { server, vendorUrl, close } = await benchServer(delayMs, profile)
   const rows = []
   const tokenCounts = []
   try {
@@ -83,7 +71,7 @@ async function atDelay(delayMs: number) {
     for (const shape of SHAPES) await promptlineLevel(server.url, shape, warm, `warm${delayMs}-${shape}`)
     for (const clients of CLIENTS) {
       const load = workload(clients, delayMs)
-      const floor = await floorLevel(vendor.match[1]!, load)
+      const floor = await floorLevel(vendorUrl, load)
       for (const shape of SHAPES) {
         // --profile: the busiest level of each delay, each shape
         const profileTo =
@@ -129,9 +117,7 @@ async function atDelay(delayMs: number) {
         })
       }
   } finally {
-    await server.close()
-    await stop(vendor.child)
-    rmSync(catalog, { recursive: true, force: true })
+    await close()
   }
   return { rows, tokenCounts }
 }
@@ -187,12 +173,18 @@ async function main() {
     console.log(
       `\nidle server, no traffic: ${idleCpuPercent.afterLoad}% of a core over the first ${IDLE_WINDOW_MS / 1000} s after the load, ${idleCpuPercent.settled}% over the next ${IDLE_WINDOW_MS / 1000} s`,
     )
+  const soaked = await soak()
+  if (soaked) {
+    console.log(`\nsoak: ${SOAK_MINUTES} min of the mix (bench/soak.ts) at half its measured capacity; MiB, per 10 min after minute 5\n`)
+    console.table([soaked.summary])
+    console.table(soaked.samples)
+  }
   console.log(`\n${markdown(rows)}\n`)
   if (gateway.length > 0) console.log(`${markdown(gateway as unknown as Record<string, unknown>[])}\n`)
   const file = path.join(ROOT, 'bench/results.json')
   writeFileSync(
     file,
-    `${JSON.stringify({ at: new Date().toISOString(), node: process.version, start, gateway, rows, tokenCounts, idleCpuPercent }, null, 2)}\n`,
+    `${JSON.stringify({ at: new Date().toISOString(), node: process.version, start, gateway, rows, tokenCounts, idleCpuPercent, soak: soaked }, null, 2)}\n`,
   )
   console.log(`written to ${path.relative(process.cwd(), file)}`)
   for (const { level, total, shares } of profiles) {
