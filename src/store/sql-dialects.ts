@@ -12,7 +12,7 @@ import {
 import type { DB } from '../generated/kysely/tables.js'
 import { driverChecked } from './errors.js'
 import { type SqliteConnection, sqliteValue } from './sqlite-connection.js'
-import type { LaneTurn } from './sqlite-lane.js'
+import { type LaneTurn, statementKind } from './sqlite-lane.js'
 
 /** The store's typed statements (Kysely, typed from the Prisma schema by prisma-kysely). */
 export type Sql = Kysely<DB>
@@ -29,7 +29,7 @@ class SqliteLaneConnection implements DatabaseConnection {
       (async () => {
         const statement = this.connection.prepared(query.sql)
         const values = query.parameters.map(sqliteValue)
-        this.turn.statement(!statement.readonly)
+        this.turn.statement(statementKind(statement))
         try {
           if (statement.reader) return { rows: statement.raw(false).all(values) as R[] }
           return { rows: [], numAffectedRows: BigInt(statement.run(values).changes) }

@@ -2,6 +2,7 @@ import { mkdirSync } from 'node:fs'
 import path from 'node:path'
 import Sqlite from 'better-sqlite3'
 import { LRUCache } from 'lru-cache'
+import { SqliteCheckpointer } from './sqlite-checkpointer.js'
 import { SqliteLane } from './sqlite-lane.js'
 
 /** How the store writes a time into SQLite: ISO 8601 with an explicit offset, as Prisma writes and compares them. */
@@ -28,7 +29,10 @@ export class SqliteConnection {
     inTransaction: () => this.handle.inTransaction,
   })
 
-  private constructor(private readonly handle: Sqlite.Database) {}
+  private constructor(
+    private readonly handle: Sqlite.Database,
+    private readonly checkpointer: SqliteCheckpointer | null,
+  ) {}
 
   /** Opens the file of a `file:` URL (creating its folder), in WAL mode. */
   static open(url: string): SqliteConnection {
@@ -40,7 +44,13 @@ export class SqliteConnection {
     handle.pragma('synchronous = NORMAL')
     handle.pragma('busy_timeout = 5000')
     handle.pragma('foreign_keys = ON')
-    return new SqliteConnection(handle)
+    if (file === ':memory:') return new SqliteConnection(handle, null)
+    // the WAL is checkpointed by a thread of its own; should it end, by the connection again
+    handle.pragma('wal_autocheckpoint = 0')
+    return new SqliteConnection(
+      handle,
+      SqliteCheckpointer.start(file, () => handle.pragma('wal_autocheckpoint = 1000')),
+    )
   }
 
   /** The statement for `sql`, prepared on its first use. */
@@ -58,7 +68,9 @@ export class SqliteConnection {
     this.handle.exec(sql)
   }
 
-  close(): void {
+  /** Closes the connection, the checkpointer's first: the last connection to close checkpoints the WAL whole. */
+  async close(): Promise<void> {
+    await this.checkpointer?.stop()
     this.statements.clear()
     this.handle.close()
   }

@@ -27,56 +27,63 @@ class CommitGroup {
   }
 }
 
+/** Row writes: they can share a group's COMMIT. A PRAGMA or DDL outside a transaction runs alone (SQLite ignores some PRAGMAs in one). */
+const ROW_WRITE = /^\s*(INSERT|UPDATE|DELETE|REPLACE|WITH)\b/i
+
+/** How a statement outside a transaction takes its turn. */
+export function statementKind(statement: { readonly: boolean; source: string }): 'read' | 'write' | 'alone' {
+  if (statement.readonly) return 'read'
+  return ROW_WRITE.test(statement.source) ? 'write' : 'alone'
+}
+
 const lost = () => new Error('SQLite ended the open transaction after an error: its writes were not committed')
 
 /**
- * The connection's turns, one at a time: a statement, or a transaction with its awaits. While
- * other turns wait, the lane leaves its transaction open and the next turn writes into it (a
- * transaction inside a savepoint, so its rollback undoes only its own writes); one COMMIT then
- * ends the group once no turn waits, and every turn in it is answered after that COMMIT. A run's
- * statements cost a fraction of their COMMIT's WAL write, so concurrent runs share one; a turn
- * alone is its own transaction, as without the lane. A turn is answered only once durable,
- * reads included: what they saw was written by turns of the same group.
+ * The connection's turns, one at a time: a statement, or a transaction with its awaits. A write
+ * opens a group, a transaction left open across turns: the turns that come before the event
+ * loop's next check phase (the other requests read in the same poll) write into it too, each
+ * transaction inside a savepoint so its rollback undoes only its own writes. One COMMIT then ends
+ * the group (sooner when it is full), and every turn in it, reads included, is answered after
+ * that COMMIT: what a read saw was written by the group. A COMMIT writes a page of the WAL for
+ * every page its transaction touched, so concurrent runs' writes share their pages' writes.
  */
 export class SqliteLane {
   private readonly mutex = new Mutex()
-  private waiting = 0
   private group: CommitGroup | null = null
 
   constructor(private readonly statements: LaneStatements) {}
 
   async enter(): Promise<LaneTurn> {
-    this.waiting++
-    const leave = await this.mutex.acquire()
-    this.waiting--
-    return new LaneTurn(this, leave)
+    return new LaneTurn(this, await this.mutex.acquire())
   }
 
   /** Runs `work` alone: the open group is committed first (a migration's script has its own transactions). */
-  async exclusive<T>(work: () => T): Promise<T> {
+  async exclusive<T>(work: () => T | Promise<T>): Promise<T> {
     const turn = await this.enter()
     try {
-      this.commitGroup()
-      return work()
+      this.commitOpenGroup()
+      return await work()
     } finally {
       await turn.leave()
     }
   }
 
   /**
-   * @internal the group a turn's statement runs in: the open one, else a new one (`BEGIN`) for a
-   * transaction, or for a write while other turns wait; a read or a write alone runs on its own.
+   * @internal the group a turn's statement runs in: the open one, else a new one (`BEGIN`, its
+   * COMMIT planned for the next check phase) for a write; a read with no group open runs alone.
    */
-  join(kind: 'read' | 'write' | 'transaction'): { group: CommitGroup | null; opened: boolean } {
+  join(writes: boolean): { group: CommitGroup | null; opened: boolean } {
     if (this.group) {
       this.group.turns++
       return { group: this.group, opened: false }
     }
-    if (kind === 'read' || (kind === 'write' && this.waiting === 0)) return { group: null, opened: false }
+    if (!writes) return { group: null, opened: false }
     this.statements.run('BEGIN')
-    this.group = new CommitGroup()
-    this.group.turns++
-    return { group: this.group, opened: true }
+    const group = new CommitGroup()
+    this.group = group
+    group.turns++
+    setImmediate(() => void this.commitLater(group))
+    return { group, opened: true }
   }
 
   /** @internal whether `group` is still the open one (SQLite may have ended it). */
@@ -100,12 +107,23 @@ export class SqliteLane {
     this.endGroup()
   }
 
-  /** @internal at a turn's end: the group's COMMIT when no turn waits or the group is full. */
+  /** @internal at a turn's end: the group's COMMIT now when it is full. */
   settle(): void {
-    if (this.group && (this.waiting === 0 || this.group.turns >= MAX_TURNS_PER_COMMIT)) this.commitGroup()
+    if (this.group && this.group.turns >= MAX_TURNS_PER_COMMIT) this.commitOpenGroup()
   }
 
-  private commitGroup(): void {
+  /** The group's planned COMMIT, as a turn of its own: after the turn that holds the lane. */
+  private async commitLater(group: CommitGroup): Promise<void> {
+    const leave = await this.mutex.acquire()
+    try {
+      if (this.group === group) this.commitOpenGroup()
+    } finally {
+      leave()
+    }
+  }
+
+  /** @internal commits the open group now (the caller holds the lane). */
+  commitOpenGroup(): void {
     if (!this.group) return
     this.checkGroup()
     if (!this.group) return
@@ -135,14 +153,15 @@ export class LaneTurn {
   ) {}
 
   /** Before each statement of the turn (in a transaction, it already has its group). */
-  statement(writes: boolean): void {
+  statement(kind: ReturnType<typeof statementKind>): void {
     if (this.group) return
-    this.group = this.lane.join(writes ? 'write' : 'read').group
+    if (kind === 'alone') this.lane.commitOpenGroup()
+    else this.group = this.lane.join(kind === 'write').group
   }
 
   /** A transaction's start: the group's savepoint, or the group itself. */
   begin(): void {
-    const { group, opened } = this.lane.join('transaction')
+    const { group, opened } = this.lane.join(true)
     this.group = group
     this.savepoint = !opened
     if (this.savepoint) this.lane.run('SAVEPOINT turn')

@@ -12,7 +12,7 @@ import {
 } from '@prisma/driver-adapter-utils'
 import type Sqlite from 'better-sqlite3'
 import { type SqliteConnection, sqliteTime, sqliteValue } from './sqlite-connection.js'
-import type { LaneTurn } from './sqlite-lane.js'
+import { type LaneTurn, statementKind } from './sqlite-lane.js'
 
 const ADAPTER_NAME = 'promptline-sqlite'
 
@@ -121,7 +121,7 @@ class Queryable {
   constructor(protected readonly connection: SqliteConnection) {}
 
   protected inTurn<T>(turn: LaneTurn, statement: Sqlite.Statement, work: () => T): T {
-    turn.statement(!statement.readonly)
+    turn.statement(statementKind(statement))
     try {
       return guarded(work)
     } catch (error) {

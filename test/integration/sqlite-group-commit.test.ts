@@ -1,13 +1,14 @@
+import { statSync } from 'node:fs'
 import Sqlite from 'better-sqlite3'
-import { afterEach, beforeEach, describe, expect, it } from 'vitest'
+import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest'
 import { type Database, openDatabase } from '../../src/store/database.js'
 import { migrate } from '../../src/store/migrator.js'
 import { createTestDatabase, type TestDatabase } from '../helpers/databases.js'
 
 // Concurrent writes on the one SQLite connection share a COMMIT (src/store/sqlite-lane.ts). What a
 // caller must still see: an answer only once its write is committed, and a failure that undoes
-// its own writes and no one else's.
-describe('concurrent writes on SQLite, committed together', () => {
+// its own writes and no one else's. The WAL is checkpointed by a thread (src/store/sqlite-checkpointer.ts).
+describe('writes on SQLite: concurrent ones committed together, the WAL checkpointed aside', () => {
   let file: TestDatabase
   let database: Database
   /** A second connection to the file: it sees only what was committed. */
@@ -69,5 +70,21 @@ describe('concurrent writes on SQLite, committed together', () => {
     const outcomes = await Promise.allSettled(ids.map((id) => database.sql.insertInto('Session').values(row(id)).execute()))
     expect(ids.filter((_, i) => outcomes[i]!.status === 'rejected')).toEqual(['taken'])
     expect(ids.filter((id) => !committed(id))).toEqual([])
+  })
+
+  it('copies committed pages into the database file while it writes, long before the WAL holds 1,000 pages', async () => {
+    const path = file.url.slice('file:'.length)
+    const before = statSync(path).size
+    await Promise.all(
+      Array.from({ length: 500 }, (_, i) =>
+        database.sql
+          .insertInto('Session')
+          .values(row(`s${i}`))
+          .execute(),
+      ),
+    )
+    // SQLite's own checkpoint would wait for 1,000 pages; these writes are a few dozen
+    expect(statSync(`${path}-wal`).size).toBeLessThan(1000 * 4096)
+    await vi.waitFor(() => expect(statSync(path).size).toBeGreaterThan(before), { timeout: 10_000, interval: 50 })
   })
 })
