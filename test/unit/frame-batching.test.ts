@@ -68,4 +68,14 @@ describe('frames of one turn of the event loop', () => {
     const { writes } = await sendTen(false)
     expect(writes).toBe(10)
   })
+
+  it('end quietly once the peer is gone: a frame sent after its socket died reports no error to its sender', async () => {
+    const { ws } = await connected(true)
+    const socket = (ws as unknown as { _socket: Socket })._socket
+    socket.destroy()
+    // the socket is gone and ws has not heard yet: what graphql-ws sees when a client vanishes mid-stream
+    expect(ws.readyState).toBe(WebSocket.OPEN)
+    const outcome = await new Promise<Error | undefined>((resolve) => ws.send('late', resolve))
+    expect(outcome).toBeUndefined()
+  })
 })
