@@ -1,3 +1,4 @@
+import { LRUCache } from 'lru-cache'
 import { z } from 'zod'
 import { parsedColumn } from './json-columns.js'
 import { json } from './run-path-rows.js'
@@ -40,6 +41,9 @@ const windowsColumn = z.array(z.object({ scope: z.string(), windowStart: z.strin
  * of instances never reserve past a limit; a run's end replaces it by what the run cost.
  */
 export class BudgetLedger {
+  /** Windows whose row exists, by scope and start: no row is ever deleted, so each is looked for once. */
+  private readonly opened = new LRUCache<string, true>({ max: 10_000 })
+
   constructor(private readonly sql: Sql) {}
 
   /**
@@ -73,10 +77,8 @@ export class BudgetLedger {
    */
   async settle(queueId: string): Promise<void> {
     await this.sql.transaction().execute(async (tx) => {
-      const held = await tx.selectFrom('BudgetReservation').selectAll().where('queueId', '=', queueId).executeTakeFirst()
+      const held = await tx.deleteFrom('BudgetReservation').where('queueId', '=', queueId).returningAll().executeTakeFirst()
       if (!held) return
-      const { numDeletedRows } = await tx.deleteFrom('BudgetReservation').where('queueId', '=', queueId).executeTakeFirst()
-      if (numDeletedRows === 0n) return
       const run = await tx.selectFrom('Run').select('costUsd').where('queueId', '=', queueId).executeTakeFirst()
       const cost = Math.round((run?.costUsd ?? 0) * NANO_PER_USD)
       // PostgreSQL's driver parses JSON; SQLite answers its text
@@ -138,12 +140,16 @@ export class BudgetLedger {
 
   /** Makes the window's row, with what was spent before it, unless it exists. */
   private async open(window: BudgetWindowRef): Promise<void> {
-    if (await this.spend(window.scope, window.windowStart)) return
-    const usedNanoUsd = await window.spentBefore()
-    await this.sql
-      .insertInto('BudgetWindow')
-      .values({ scope: window.scope, windowStart: window.windowStart, usedNanoUsd, reservedNanoUsd: 0 })
-      .onConflict((oc) => oc.columns(['scope', 'windowStart']).doNothing())
-      .execute()
+    const key = `${window.scope} ${window.windowStart.toISOString()}`
+    if (this.opened.has(key)) return
+    if (!(await this.spend(window.scope, window.windowStart))) {
+      const usedNanoUsd = await window.spentBefore()
+      await this.sql
+        .insertInto('BudgetWindow')
+        .values({ scope: window.scope, windowStart: window.windowStart, usedNanoUsd, reservedNanoUsd: 0 })
+        .onConflict((oc) => oc.columns(['scope', 'windowStart']).doNothing())
+        .execute()
+    }
+    this.opened.set(key, true)
   }
 }
