@@ -67,7 +67,9 @@ async function capacity(url: string): Promise<number> {
   const until = performance.now() + 20_000
   await Promise.all(
     Array.from({ length: 10 }, async (_, client) => {
-      while (performance.now() < until) await MIX[(client + done) % MIX.length]!(url, `capacity-${done++}`)
+      // a failed op counts for nothing here; the soak counts its failures by message
+      while (performance.now() < until)
+        await MIX[(client + done) % MIX.length]!(url, `capacity-${done++}`).catch(() => done--)
     }),
   )
   return done / 20
@@ -115,7 +117,11 @@ async function paced(server: PromptlineProcess, rate: number, minutes: number) {
     inFlight++
     const n = started++
     MIX[n % MIX.length]!(server.url, `soak-${n}`)
-      .catch((error: Error) => (errors[error.message.slice(0, 80)] = (errors[error.message.slice(0, 80)] ?? 0) + 1))
+      .catch((error: { message?: string }) => {
+        // a socket's ErrorEvent is no Error: its message says what happened
+        const message = String(error?.message ?? error).slice(0, 80)
+        errors[message] = (errors[message] ?? 0) + 1
+      })
       .finally(() => {
         inFlight--
         finished++
