@@ -68,8 +68,7 @@ async function capacity(url: string): Promise<number> {
   await Promise.all(
     Array.from({ length: 10 }, async (_, client) => {
       // a failed op counts for nothing here; the soak counts its failures by message
-      while (performance.now() < until)
-        await MIX[(client + done) % MIX.length]!(url, `capacity-${done++}`).catch(() => done--)
+      while (performance.now() < until) await MIX[(client + done) % MIX.length]!(url, `capacity-${done++}`).catch(() => done--)
     }),
   )
   return done / 20
