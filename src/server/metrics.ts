@@ -36,18 +36,78 @@ function requestHistograms(registers: Registry[]): [Histogram, Histogram<'stage'
   ]
 }
 
+/** Ended runs: counts, tokens, cost and timings, by backend and model. */
+function runSeries(registers: Registry[]) {
+  return {
+    runs: new Counter({
+      name: 'promptline_runs_total',
+      help: 'Runs ended, by status, backend and model.',
+      labelNames: ['status', 'backend', 'model'],
+      registers,
+    }),
+    tokens: new Counter({
+      name: 'promptline_tokens_total',
+      help: 'Tokens of ended runs, by direction (input, output), backend and model.',
+      labelNames: ['direction', 'backend', 'model'],
+      registers,
+    }),
+    cost: new Counter({
+      name: 'promptline_cost_usd_total',
+      help: 'USD of ended runs that had a price, by backend and model.',
+      labelNames: ['backend', 'model'],
+      registers,
+    }),
+    firstToken: new Histogram({
+      name: 'promptline_first_token_seconds',
+      help: 'From a run’s start to its first token.',
+      labelNames: ['backend', 'model'],
+      buckets: [0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30],
+      registers,
+    }),
+    duration: new Histogram({
+      name: 'promptline_run_duration_seconds',
+      help: 'From a run’s start to its end, by status.',
+      labelNames: ['status', 'backend', 'model'],
+      buckets: [0.1, 0.5, 1, 2, 5, 10, 30, 60, 120, 300],
+      registers,
+    }),
+  }
+}
+
+/** The server's own work: admission refusals, the event writer, webhook deliveries. */
+function workSeries(registers: Registry[]) {
+  return {
+    refusals: new Counter({
+      name: 'promptline_admission_refusals_total',
+      help: 'Prompts refused at admission, by the limit that refused them (or sessionBusy, budget).',
+      labelNames: ['reason'],
+      registers,
+    }),
+    writeLag: new Histogram({
+      name: 'promptline_event_write_lag_seconds',
+      help: 'From publishing an event to its batch being written (the oldest event of each batch).',
+      buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5],
+      registers,
+    }),
+    eventsWrittenTotal: new Counter({
+      name: 'promptline_events_written_total',
+      help: 'Session events written by the batched writer (a run’s last events go in its end’s transaction).',
+      registers,
+    }),
+    webhookAttempts: new Counter({
+      name: 'promptline_webhook_attempts_total',
+      help: 'Webhook POSTs made, by outcome: delivered, retrying (failed, another try is due) or failed (the schedule is spent).',
+      labelNames: ['outcome'],
+      registers,
+    }),
+  }
+}
+
 /** promptline's own series in one registry (Yoga's Prometheus plugin adds the GraphQL ones to it). */
 export class PrometheusMetrics implements Metrics {
   readonly registry = new Registry()
-  private readonly runs: Counter<'status' | 'backend' | 'model'>
-  private readonly refusals: Counter<'reason'>
-  private readonly tokens: Counter<'direction' | 'backend' | 'model'>
-  private readonly cost: Counter<'backend' | 'model'>
-  private readonly firstToken: Histogram<'backend' | 'model'>
-  private readonly duration: Histogram<'status' | 'backend' | 'model'>
-  private readonly writeLag: Histogram
-  private readonly eventsWrittenTotal: Counter
-  private readonly webhookAttempts: Counter<'outcome'>
+  private readonly ended: ReturnType<typeof runSeries>
+  private readonly work: ReturnType<typeof workSeries>
   private readonly overhead: Histogram
   private readonly stages: Histogram<'stage'>
   private sources: MetricSources | null = null
@@ -57,61 +117,8 @@ export class PrometheusMetrics implements Metrics {
     // the process's own: CPU, resident memory, heap, event-loop lag, open handles. The lag is
     // sampled every 100 ms, not prom-client's 10: its timer alone woke an idle server 100 times a second
     collectDefaultMetrics({ register: this.registry, eventLoopMonitoringPrecision: 100 })
-    this.runs = new Counter({
-      name: 'promptline_runs_total',
-      help: 'Runs ended, by status, backend and model.',
-      labelNames: ['status', 'backend', 'model'],
-      registers,
-    })
-    this.refusals = new Counter({
-      name: 'promptline_admission_refusals_total',
-      help: 'Prompts refused at admission, by the limit that refused them (or sessionBusy, budget).',
-      labelNames: ['reason'],
-      registers,
-    })
-    this.tokens = new Counter({
-      name: 'promptline_tokens_total',
-      help: 'Tokens of ended runs, by direction (input, output), backend and model.',
-      labelNames: ['direction', 'backend', 'model'],
-      registers,
-    })
-    this.cost = new Counter({
-      name: 'promptline_cost_usd_total',
-      help: 'USD of ended runs that had a price, by backend and model.',
-      labelNames: ['backend', 'model'],
-      registers,
-    })
-    this.firstToken = new Histogram({
-      name: 'promptline_first_token_seconds',
-      help: 'From a run’s start to its first token.',
-      labelNames: ['backend', 'model'],
-      buckets: [0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30],
-      registers,
-    })
-    this.duration = new Histogram({
-      name: 'promptline_run_duration_seconds',
-      help: 'From a run’s start to its end, by status.',
-      labelNames: ['status', 'backend', 'model'],
-      buckets: [0.1, 0.5, 1, 2, 5, 10, 30, 60, 120, 300],
-      registers,
-    })
-    this.writeLag = new Histogram({
-      name: 'promptline_event_write_lag_seconds',
-      help: 'From publishing an event to its batch being written (the oldest event of each batch).',
-      buckets: [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 5],
-      registers,
-    })
-    this.eventsWrittenTotal = new Counter({
-      name: 'promptline_events_written_total',
-      help: 'Session events written by the batched writer (a run’s last events go in its end’s transaction).',
-      registers,
-    })
-    this.webhookAttempts = new Counter({
-      name: 'promptline_webhook_attempts_total',
-      help: 'Webhook POSTs made, by outcome: delivered, retrying (failed, another try is due) or failed (the schedule is spent).',
-      labelNames: ['outcome'],
-      registers,
-    })
+    this.ended = runSeries(registers)
+    this.work = workSeries(registers)
     ;[this.overhead, this.stages] = requestHistograms(registers)
     this.registerGauges(registers)
   }
@@ -172,23 +179,23 @@ export class PrometheusMetrics implements Metrics {
 
   runFinished(run: RunRecord): void {
     const labels = { backend: run.backendId ?? 'none', model: run.model ?? 'none' }
-    this.runs.inc({ ...labels, status: run.status })
-    if (run.finishedAt) this.duration.observe({ ...labels, status: run.status }, seconds(run.startedAt, run.finishedAt))
-    if (run.firstTokenAt) this.firstToken.observe(labels, seconds(run.startedAt, run.firstTokenAt))
+    this.ended.runs.inc({ ...labels, status: run.status })
+    if (run.finishedAt) this.ended.duration.observe({ ...labels, status: run.status }, seconds(run.startedAt, run.finishedAt))
+    if (run.firstTokenAt) this.ended.firstToken.observe(labels, seconds(run.startedAt, run.firstTokenAt))
     if (run.usage) {
-      this.tokens.inc({ ...labels, direction: 'input' }, run.usage.inputTokens)
-      this.tokens.inc({ ...labels, direction: 'output' }, run.usage.outputTokens)
+      this.ended.tokens.inc({ ...labels, direction: 'input' }, run.usage.inputTokens)
+      this.ended.tokens.inc({ ...labels, direction: 'output' }, run.usage.outputTokens)
     }
-    if (run.costUsd !== null) this.cost.inc(labels, run.costUsd)
+    if (run.costUsd !== null) this.ended.cost.inc(labels, run.costUsd)
   }
 
   admissionRefused(reason: string): void {
-    this.refusals.inc({ reason })
+    this.work.refusals.inc({ reason })
   }
 
   eventsWritten(count: number, lagMs: number): void {
-    this.eventsWrittenTotal.inc(count)
-    this.writeLag.observe(lagMs / 1000)
+    this.work.eventsWrittenTotal.inc(count)
+    this.work.writeLag.observe(lagMs / 1000)
   }
 
   /** An OpenAI API request was answered (a stream: its headers sent). */
@@ -198,6 +205,6 @@ export class PrometheusMetrics implements Metrics {
   }
 
   webhookAttempted(outcome: 'delivered' | 'retrying' | 'failed'): void {
-    this.webhookAttempts.inc({ outcome })
+    this.work.webhookAttempts.inc({ outcome })
   }
 }
