@@ -9,6 +9,9 @@ import { json } from './run-path-rows.js'
 import type { RunPathStatements } from './run-path-statements.js'
 import type { Sql } from './sql-dialects.js'
 
+/** Sessions a lease renewal names in one statement. */
+const RENEW_BATCH = 200
+
 const sessionSelect = {
   tenantId: true,
   id: true,
@@ -198,16 +201,16 @@ export class SessionStore {
     ttlMs: number,
     sessions: readonly { tenantId: string; id: string }[],
   ): Promise<{ tenantId: string; id: string }[]> {
-    const now = new Date()
-    const these = { OR: sessions.map(({ tenantId, id }) => ({ tenantId, id })) }
-    await this.db.session.updateMany({
-      where: { ...these, leaseOwner: owner },
-      data: { leaseExpiresAt: new Date(now.getTime() + ttlMs) },
-    })
-    return this.db.session.findMany({
-      where: { ...these, leaseOwner: owner },
-      select: { tenantId: true, id: true },
-    })
+    const expiresAt = new Date(Date.now() + ttlMs)
+    const still: { tenantId: string; id: string }[] = []
+    // in batches: a statement takes a bounded number of parameters (SQLite's 32,766; Prisma may
+    // split fewer), and a busy instance holds thousands of sessions
+    for (let from = 0; from < sessions.length; from += RENEW_BATCH) {
+      const these = { OR: sessions.slice(from, from + RENEW_BATCH).map(({ tenantId, id }) => ({ tenantId, id })) }
+      await this.db.session.updateMany({ where: { ...these, leaseOwner: owner }, data: { leaseExpiresAt: expiresAt } })
+      still.push(...(await this.db.session.findMany({ where: { ...these, leaseOwner: owner }, select: { tenantId: true, id: true } })))
+    }
+    return still
   }
 
   /** Gives up `owner`'s leases (a draining instance hands its sessions on). */

@@ -379,6 +379,31 @@ describe.each(providers)('records written by the store read back the same (%s)',
     expect((await store.events.after('t', 's', 899, 10)).map((e) => e.sequence)).toEqual([900, 901])
   })
 
+  it('renews the leases of 1,500 held sessions at once, and only those its instance holds', async () => {
+    const ids = Array.from({ length: 1_500 }, (_, i) => `held-${i}`)
+    const held = new Date(Date.now() + 1_000)
+    for (const id of ids) {
+      await store.sessions.create({
+        tenantId: 't',
+        id,
+        title: null,
+        defaultProfileId: null,
+        metadata: null,
+        forkedFrom: null,
+        webhookUrl: null,
+        keepHistory: true,
+        sequenceCeiling: 0,
+        leaseOwner: id === 'held-7' ? 'instance-b' : 'instance-a',
+        leaseExpiresAt: held,
+      })
+    }
+    const renewed = await store.sessions.renewLeases('instance-a', 60_000, [...ids.map((id) => ({ tenantId: 't', id }))])
+    expect(renewed).toHaveLength(1_499)
+    expect(renewed.map((s) => s.id)).not.toContain('held-7')
+    const lease = await store.sessions.leaseOf('t', 'held-1499')
+    expect(lease!.expiresAt!.getTime()).toBeGreaterThan(held.getTime() + 30_000)
+  })
+
   it("refuses to read a session whose fork is not what a session's fork says, naming the column and the row", async () => {
     const other = await openDatabase(database.url)
     try {
