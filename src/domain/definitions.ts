@@ -84,7 +84,7 @@ export const responseCacheLayerSchema = z.strictObject({
 })
 export type ResponseCacheLayer = z.infer<typeof responseCacheLayerSchema>
 
-const BACKEND_KINDS = ['OPENAI', 'ANTHROPIC', 'FAKE'] as const
+const BACKEND_KINDS = ['OPENAI', 'ANTHROPIC', 'GEMINI', 'FAKE'] as const
 export type BackendKind = (typeof BACKEND_KINDS)[number]
 
 const count = (min: number, max: number) => z.number().int().min(min).max(max)

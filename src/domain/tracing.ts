@@ -56,7 +56,7 @@ export interface ModelCallOutcome {
 }
 
 /** GenAI semantic conventions' provider names by backend kind. */
-const PROVIDERS: Record<string, string> = { OPENAI: 'openai', ANTHROPIC: 'anthropic', FAKE: 'promptline.fake' }
+const PROVIDERS: Record<string, string> = { OPENAI: 'openai', ANTHROPIC: 'anthropic', GEMINI: 'gcp.gemini', FAKE: 'promptline.fake' }
 
 /**
  * One model call's span per the GenAI semantic conventions (`chat {model}`, a client span with

@@ -1,6 +1,10 @@
 import type { ContentPart } from '../domain/content-parts.js'
 import type { BackendKind } from '../domain/definitions.js'
 import type { EffectiveSettings } from '../domain/settings.js'
+import type { Tooling } from '../domain/tools.js'
+
+// Gemini's thinkingLevel values
+const GEMINI_EFFORTS = new Set(['minimal', 'low', 'medium', 'high'])
 
 /**
  * A setting the backend's vendor does not take, as a sentence for an INVALID_REQUEST at
@@ -12,6 +16,15 @@ export function unsupportedSetting(kind: BackendKind, settings: EffectiveSetting
     if (settings.temperature != null && settings.temperature > 1) return 'Anthropic takes a temperature from 0 to 1'
     if (settings.seed != null) return 'Anthropic takes no seed'
   }
+  if (kind === 'GEMINI' && settings.reasoningEffort != null && !GEMINI_EFFORTS.has(settings.reasoningEffort.toLowerCase()))
+    return `Gemini takes a reasoningEffort (its thinkingLevel) of ${[...GEMINI_EFFORTS].join(', ')}`
+  return null
+}
+
+/** Tool settings the backend's vendor cannot follow, as a sentence for an INVALID_REQUEST; null when it can. */
+export function unsupportedTooling(kind: BackendKind, tooling: Tooling): string | null {
+  if (tooling.parallelToolCalls === false && !CAPABILITIES[kind].singleToolCall)
+    return `a ${kind} backend cannot be held to one tool call at a time (parallelToolCalls: false)`
   return null
 }
 
@@ -27,6 +40,8 @@ export interface BackendCapabilities {
   nativeStructuredOutput: boolean
   /** Prompt-cache marks (Anthropic) or keys (OpenAI). */
   promptCache: boolean
+  /** Whether the vendor can be held to one tool call at a time (parallelToolCalls: false). */
+  singleToolCall: boolean
 }
 
 const IMAGES = ['image/png', 'image/jpeg', 'image/gif', 'image/webp']
@@ -40,6 +55,7 @@ const CAPABILITIES: Record<BackendKind, BackendCapabilities> = {
     fileUrls: false,
     nativeStructuredOutput: true,
     promptCache: true,
+    singleToolCall: true,
   },
   // Messages: image and document blocks, by URL or base64 (plain text documents inline only)
   ANTHROPIC: {
@@ -49,8 +65,28 @@ const CAPABILITIES: Record<BackendKind, BackendCapabilities> = {
     fileUrls: true,
     nativeStructuredOutput: true,
     promptCache: true,
+    singleToolCall: true,
   },
-  FAKE: { imageMediaTypes: [], imageUrls: false, fileMediaTypes: [], fileUrls: false, nativeStructuredOutput: false, promptCache: false },
+  // generateContent: images and documents inline only (fileData takes only the Files API's URIs);
+  // its implicit cache needs no marks, and explicit caches are made apart from the request
+  GEMINI: {
+    imageMediaTypes: [...IMAGES, 'image/heic', 'image/heif'].filter((t) => t !== 'image/gif'),
+    imageUrls: false,
+    fileMediaTypes: ['application/pdf', 'text/plain'],
+    fileUrls: false,
+    nativeStructuredOutput: true,
+    promptCache: false,
+    singleToolCall: false,
+  },
+  FAKE: {
+    imageMediaTypes: [],
+    imageUrls: false,
+    fileMediaTypes: [],
+    fileUrls: false,
+    nativeStructuredOutput: false,
+    promptCache: false,
+    singleToolCall: true,
+  },
 }
 
 export const capabilitiesOf = (kind: BackendKind): BackendCapabilities => CAPABILITIES[kind]

@@ -40,7 +40,7 @@ function retryAfterMs(headers: unknown): number | null {
   return Number.isNaN(date) ? null : Math.max(0, date - Date.now())
 }
 
-const CONTEXT_LENGTH = /context[_ ]length|too long|maximum context|prompt is too long|too many tokens/i
+const CONTEXT_LENGTH = /context[_ ]length|too long|maximum context|prompt is too long|too many tokens|exceeds the maximum number of tokens/i
 
 /**
  * Maps an error thrown by the official openai or @anthropic-ai/sdk client (both have `status`,
@@ -103,6 +103,15 @@ const STREAM_ERROR_TYPES: Record<string, { kind: FailureKind; reason: string }> 
   permission_error: { kind: 'NEXT_CANDIDATE', reason: 'UNAUTHORIZED' },
   not_found_error: { kind: 'NEXT_CANDIDATE', reason: 'NOT_FOUND' },
   invalid_request_error: { kind: 'FATAL', reason: 'BAD_REQUEST' },
+  // Google's RPC status names (Gemini's `error.status`)
+  RESOURCE_EXHAUSTED: { kind: 'RETRYABLE', reason: 'RATE_LIMITED' },
+  UNAVAILABLE: { kind: 'RETRYABLE', reason: 'OVERLOADED' },
+  INTERNAL: { kind: 'RETRYABLE', reason: 'SERVER_ERROR' },
+  DEADLINE_EXCEEDED: { kind: 'RETRYABLE', reason: 'SERVER_ERROR' },
+  UNAUTHENTICATED: { kind: 'NEXT_CANDIDATE', reason: 'UNAUTHORIZED' },
+  PERMISSION_DENIED: { kind: 'NEXT_CANDIDATE', reason: 'UNAUTHORIZED' },
+  NOT_FOUND: { kind: 'NEXT_CANDIDATE', reason: 'NOT_FOUND' },
+  INVALID_ARGUMENT: { kind: 'FATAL', reason: 'BAD_REQUEST' },
 }
 
 /**

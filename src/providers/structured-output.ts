@@ -21,7 +21,7 @@ export function outputEnforcementFor(kind: BackendKind, output: OutputContract):
 }
 
 // the keywords each vendor's strict JSON-schema mode takes (OpenAI's Structured Outputs,
-// Anthropic's output_config.format); anything else makes the vendor refuse the request
+// Anthropic's output_config.format, Gemini's responseJsonSchema); anything else makes the vendor refuse the request
 const COMMON = [
   'type',
   'properties',
@@ -37,7 +37,8 @@ const COMMON = [
   '$defs',
   'definitions',
 ]
-const KEYWORDS: Record<'OPENAI' | 'ANTHROPIC', ReadonlySet<string>> = {
+type NativeKind = 'OPENAI' | 'ANTHROPIC' | 'GEMINI'
+const KEYWORDS: Record<NativeKind, ReadonlySet<string>> = {
   OPENAI: new Set([
     ...COMMON,
     'pattern',
@@ -51,12 +52,14 @@ const KEYWORDS: Record<'OPENAI' | 'ANTHROPIC', ReadonlySet<string>> = {
     'maxItems',
   ]),
   ANTHROPIC: new Set([...COMMON, 'format', 'default', 'minItems']),
+  // Gemini's responseJsonSchema subset
+  GEMINI: new Set([...COMMON, 'format', 'minimum', 'maximum', 'minItems', 'maxItems', 'prefixItems', 'propertyOrdering']),
 }
 
 /**
  * Why a schema does not fit the vendor's native structured output, or null when it does: the
- * root is an object; every object closes with `additionalProperties: false` (OpenAI also wants
- * every property required); only the vendor's keywords appear (Anthropic takes no numeric or
+ * root is an object; every object closes with `additionalProperties: false`, except for Gemini
+ * (OpenAI also wants every property required); only the vendor's keywords appear (Anthropic takes no numeric or
  * length bounds, and `minItems` only 0 or 1); references stay inside the schema.
  */
 function nativeSchemaProblem(kind: BackendKind, schema: Schema): string | null {
@@ -65,7 +68,7 @@ function nativeSchemaProblem(kind: BackendKind, schema: Schema): string | null {
   return problemIn(kind, schema, '')
 }
 
-function problemIn(kind: 'OPENAI' | 'ANTHROPIC', schema: Schema, path: string): string | null {
+function problemIn(kind: NativeKind, schema: Schema, path: string): string | null {
   const at = path === '' ? 'the root' : path
   for (const key of Object.keys(schema)) {
     if (key === '$schema' && path === '') continue
@@ -74,7 +77,8 @@ function problemIn(kind: 'OPENAI' | 'ANTHROPIC', schema: Schema, path: string): 
   if (kind === 'ANTHROPIC' && typeof schema.minItems === 'number' && schema.minItems > 1) return `${at} has minItems over 1`
   if (typeof schema.$ref === 'string' && !schema.$ref.startsWith('#')) return `${at} refers outside the schema`
   const properties = (schema.properties ?? {}) as Record<string, Schema>
-  if (schema.type === 'object' || schema.properties !== undefined) {
+  // Gemini's mode takes open objects and optional properties
+  if (kind !== 'GEMINI' && (schema.type === 'object' || schema.properties !== undefined)) {
     if (schema.additionalProperties !== false) return `${at} does not set additionalProperties: false`
     const required = new Set((schema.required ?? []) as string[])
     const optional = Object.keys(properties).find((name) => !required.has(name))

@@ -17,7 +17,7 @@ import { promptCacheKey } from '../domain/settings.js'
 import { renderTemplates } from '../domain/template.js'
 import { serverRefused, type ToolServerAccess } from '../domain/tool-servers.js'
 import { mergeTooling, pairedHistory, type ToolCall, type Tooling, type ToolLayer, toolLayerOf, undeclaredChoice } from '../domain/tools.js'
-import { unsupportedSetting } from '../providers/capabilities.js'
+import { unsupportedSetting, unsupportedTooling } from '../providers/capabilities.js'
 import { type OutputEnforcementPlan, outputEnforcementFor } from '../providers/structured-output.js'
 import { admitParts as checkedParts, type FileLookup, renderParts, withRequestParts } from './message-parts.js'
 import { type ProfileTarget, profileTarget } from './profile-target.js'
@@ -276,6 +276,8 @@ export class PromptPreparer {
       const tooling = mergeTooling([toolLayerOf(member), ...toolLayers])
       const undeclared = tooling && undeclaredChoice(tooling)
       if (undeclared) throw InvalidRequestError.at('tools.toolChoice', `names tool '${undeclared}', which is not declared`)
+      const toolProblem = tooling && unsupportedTooling(backend.kind, tooling)
+      if (toolProblem) throw InvalidRequestError.at('tools.parallelToolCalls', `profile '${member.id}': ${toolProblem}`)
       for (const server of tooling?.mcpServers ?? []) {
         const refused = serverRefused(server, this.toolServerAccess)
         if (refused) throw InvalidRequestError.at('mcpServers', refused)

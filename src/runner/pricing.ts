@@ -15,7 +15,7 @@ const PRICE_TABLE = (() => {
 })()
 
 /** The price table's provider of each backend kind; the fake backend has none. */
-const PROVIDER: Record<BackendKind, string | null> = { OPENAI: 'openai', ANTHROPIC: 'anthropic', FAKE: null }
+const PROVIDER: Record<BackendKind, string | null> = { OPENAI: 'openai', ANTHROPIC: 'anthropic', GEMINI: 'google', FAKE: null }
 
 type PriceTable = typeof import('@pydantic/genai-prices')
 let table: PriceTable | null = null

@@ -12,6 +12,7 @@ const BackendKindEnum = builder.enumType('BackendKind', {
   values: describedValues<BackendKind>({
     OPENAI: 'The OpenAI chat completions API, through the official openai SDK.',
     ANTHROPIC: 'The Anthropic messages API, through the official @anthropic-ai/sdk.',
+    GEMINI: 'The Gemini API (generateContent, with an API key), through the official @google/genai SDK.',
     FAKE: 'The built-in fake backend: model echo streams the last user message back; no key needed.',
   }),
 })

@@ -80,5 +80,9 @@ export const BackendCapabilitiesRef = builder.objectRef<BackendCapabilities>('Ba
       description: "Whether output contracts may be enforced in the vendor's native JSON-schema mode.",
     }),
     promptCache: t.exposeBoolean('promptCache', { description: 'Whether promptCache settings reach the vendor.' }),
+    singleToolCall: t.exposeBoolean('singleToolCall', {
+      description:
+        'Whether the vendor can be held to one tool call at a time; if not, parallelToolCalls: false is refused with INVALID_REQUEST.',
+    }),
   }),
 })

@@ -21,6 +21,7 @@ import { ExperimentProgressEvents } from '../events/experiment-progress.js'
 import { DEFAULT_WEBHOOK_TIMES, WebhookDispatcher } from '../events/webhook-dispatcher.js'
 import { AnthropicModelClient } from '../providers/anthropic-client.js'
 import { FakeModelClient } from '../providers/fake-client.js'
+import { GeminiModelClient } from '../providers/gemini-client.js'
 import type { ModelClient } from '../providers/model-client.js'
 import { OpenAIModelClient } from '../providers/openai-client.js'
 import { ToolServerClients } from '../providers/tool-server-clients.js'
@@ -141,6 +142,7 @@ function runnerOf(
     FAKE: new FakeModelClient(),
     OPENAI: new OpenAIModelClient(),
     ANTHROPIC: new AnthropicModelClient(),
+    GEMINI: new GeminiModelClient(),
     ...options.clients,
   }
   return new RunExecutor({

@@ -196,7 +196,7 @@ describe.each(providers)('catalog and preparation over GraphQL (%s)', (provider)
 
   it('lists backends and profiles, and creates, inspects and deletes a profile', async () => {
     const backends = (await t.execute(BackendsDocument)).data!.backends
-    expect(backends.map((b) => `${b.id}:${b.kind}`)).toEqual(['fake:FAKE', 'openai:OPENAI', 'anthropic:ANTHROPIC'])
+    expect(backends.map((b) => `${b.id}:${b.kind}`)).toEqual(['fake:FAKE', 'openai:OPENAI', 'anthropic:ANTHROPIC', 'gemini:GEMINI'])
 
     const created = await t.execute(UpsertProfileDocument, {
       input: { id: 'cold', backendId: 'fake', model: 'echo', settings: { temperature: 0, extra: { seed: 7 } }, candidates: ['fake-echo'] },

@@ -28,6 +28,7 @@ describe('catalog files', () => {
       ['fake', 'FAKE', null],
       ['openai', 'OPENAI', 'OPENAI_API_KEY'],
       ['anthropic', 'ANTHROPIC', 'ANTHROPIC_API_KEY'],
+      ['gemini', 'GEMINI', 'GEMINI_API_KEY'],
     ])
     expect(catalog.profiles.map((p) => p.id)).toEqual(['fake-echo', 'openai-default', 'anthropic-default'])
     expect(catalog.prompts.map((p) => [p.id, p.definition.output.kind])).toEqual([

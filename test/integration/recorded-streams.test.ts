@@ -1,0 +1,113 @@
+// Real vendor responses (../shared/real-streams/providers, SOURCES.md there for each one's
+// provenance and the facts below), replayed byte for byte through promptline's clients.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest'
+import { Credential } from '../../src/domain/credentials.js'
+import type { FinishReason, Usage } from '../../src/domain/records.js'
+import { mergeSettings } from '../../src/domain/settings.js'
+import { GeminiModelClient } from '../../src/providers/gemini-client.js'
+import type { GenerateEvent, GenerateRequest, ModelClient } from '../../src/providers/model-client.js'
+import { REAL_STREAMS, ReplayVendor } from '../fixtures/replay-vendor.js'
+
+interface Expected {
+  text: string
+  finish: FinishReason
+  vendorReason: string
+  usage: Partial<Usage>
+  toolCalls?: { name: string; arguments: string }[]
+  /** The thought text's start, and whether the answer carried a thought signature. */
+  thinking?: { startsWith: string; length: number } | null
+  signed?: boolean
+}
+
+const usage = (inputTokens: number, outputTokens: number, reasoningTokens = 0, cacheReadTokens = 0): Usage => ({
+  inputTokens,
+  outputTokens,
+  cacheReadTokens,
+  cacheWriteTokens: 0,
+  reasoningTokens,
+})
+
+// output counts Gemini's thoughts with its candidates (docs/providers.md)
+const GEMINI: Record<string, Expected> = {
+  'gemini-text.sse': { text: 'The capital of France is Paris.\n', finish: 'STOP', vendorReason: 'STOP', usage: usage(13, 8) },
+  'gemini-tool-thought-signature.sse': {
+    text: '',
+    finish: 'TOOL_CALLS',
+    vendorReason: 'STOP',
+    usage: usage(29, 212, 202),
+    toolCalls: [{ name: 'get_country', arguments: '{}' }],
+    signed: true,
+  },
+  'gemini-thinking.sse': {
+    text: '3',
+    finish: 'STOP',
+    vendorReason: 'STOP',
+    usage: usage(30, 1947, 1947),
+    thinking: { startsWith: '**Analyzing Prime Substrings**\n\nOkay, so', length: 1257 },
+  },
+  'gemini-max-tokens.sse': { text: 'Here are all 50 U.S.', finish: 'LENGTH', vendorReason: 'MAX_TOKENS', usage: usage(9, 48, 38) },
+  'gemini-json-safety.json': { text: '', finish: 'CONTENT_FILTER', vendorReason: 'SAFETY', usage: usage(14, 0) },
+  'vertex-text.sse': { text: 'OK', finish: 'STOP', vendorReason: 'STOP', usage: usage(5, 101, 100), signed: true },
+}
+
+const request = (endpoint: string): GenerateRequest => ({
+  model: 'gemini-2.5-flash',
+  tooling: null,
+  messages: [{ role: 'user', content: 'What is the capital of France?' }],
+  settings: mergeSettings(),
+  endpoint,
+  credential: new Credential('PROFILE_ENV', 'GEMINI_API_KEY', 'AIzaSy-replay-key-000000'),
+  promptCacheKey: null,
+  outputSchema: null,
+  files: new Map(),
+})
+
+async function generated(client: ModelClient, req: GenerateRequest) {
+  const events: GenerateEvent[] = []
+  for await (const event of client.generate(req, new AbortController().signal)) events.push(event)
+  return events
+}
+
+describe.skipIf(REAL_STREAMS === null)('real Gemini and Vertex responses, replayed through the Gemini client', () => {
+  let vendor: ReplayVendor
+  const client = new GeminiModelClient()
+  beforeAll(async () => {
+    vendor = await ReplayVendor.start('providers')
+  })
+  afterAll(() => vendor?.close())
+
+  it.each(Object.entries(GEMINI))('%s gives its text, calls, finish reason and normalized usage', async (file, expected) => {
+    vendor.serve(file)
+    const events = await generated(client, request(vendor.origin))
+    expect(events.map((e) => (e.type === 'delta' ? e.text : '')).join('')).toBe(expected.text)
+    const calls = events.filter((e) => e.type === 'tool_call').map((e) => ({ name: e.name, arguments: e.arguments }))
+    expect(calls).toEqual(expected.toolCalls ?? [])
+    const end = events.at(-1) as Extract<GenerateEvent, { type: 'end' }>
+    expect(end.finish).toEqual({ reason: expected.finish, vendorReason: expected.vendorReason, refusal: null })
+    expect(end.usage).toEqual(expected.usage)
+    if (expected.thinking) {
+      expect(end.reasoning!.text.startsWith(expected.thinking.startsWith)).toBe(true)
+      expect(end.reasoning!.text).toHaveLength(expected.thinking.length)
+    }
+    expect(end.reasoning?.signature != null).toBe(expected.signed === true)
+  })
+
+  it('gemini-error-400.json (an invalid key, answered 400 as an event stream) is UNAUTHORIZED: the next candidate is tried', async () => {
+    vendor.serve('gemini-error-400.json')
+    await expect(generated(client, request(vendor.origin))).rejects.toMatchObject({
+      kind: 'NEXT_CANDIDATE',
+      reason: 'UNAUTHORIZED',
+      status: 400,
+    })
+  })
+
+  it('gemini-error-429.json is RATE_LIMITED, retried after the 34.4 s its RetryInfo asks for', async () => {
+    vendor.serve('gemini-error-429.json')
+    await expect(generated(client, request(vendor.origin))).rejects.toMatchObject({
+      kind: 'RETRYABLE',
+      reason: 'RATE_LIMITED',
+      status: 429,
+      retryAfterMs: 34_400,
+    })
+  })
+})
