@@ -84,7 +84,7 @@ export const responseCacheLayerSchema = z.strictObject({
 })
 export type ResponseCacheLayer = z.infer<typeof responseCacheLayerSchema>
 
-const BACKEND_KINDS = ['OPENAI', 'ANTHROPIC', 'GEMINI', 'FAKE'] as const
+const BACKEND_KINDS = ['OPENAI', 'ANTHROPIC', 'GEMINI', 'AZURE_OPENAI', 'FAKE'] as const
 export type BackendKind = (typeof BACKEND_KINDS)[number]
 
 const count = (min: number, max: number) => z.number().int().min(min).max(max)
@@ -94,6 +94,11 @@ export const backendSchema = z.strictObject({
   kind: looseEnum(BACKEND_KINDS, (v) => v.toUpperCase()),
   baseUrl: z.url({ protocol: /^https?$/ }).nullish(),
   credentialEnv: envNameSchema.nullish(),
+  /** Azure OpenAI's `api-version` (default 2024-10-21, the latest GA); other kinds take none. */
+  apiVersion: z
+    .string()
+    .regex(/^\d{4}-\d{2}-\d{2}(-preview)?$/, 'must be an Azure api-version such as 2024-10-21')
+    .nullish(),
   settings: settingsLayerSchema.nullish(),
   /** Runs accepted at once, model calls in flight, runs allowed to wait (defaults 64, 16, 256). */
   capacity: z

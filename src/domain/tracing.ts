@@ -56,7 +56,13 @@ export interface ModelCallOutcome {
 }
 
 /** GenAI semantic conventions' provider names by backend kind. */
-const PROVIDERS: Record<string, string> = { OPENAI: 'openai', ANTHROPIC: 'anthropic', GEMINI: 'gcp.gemini', FAKE: 'promptline.fake' }
+const PROVIDERS: Record<string, string> = {
+  OPENAI: 'openai',
+  ANTHROPIC: 'anthropic',
+  GEMINI: 'gcp.gemini',
+  AZURE_OPENAI: 'azure.ai.openai',
+  FAKE: 'promptline.fake',
+}
 
 /**
  * One model call's span per the GenAI semantic conventions (`chat {model}`, a client span with

@@ -46,17 +46,21 @@ export interface BackendCapabilities {
 
 const IMAGES = ['image/png', 'image/jpeg', 'image/gif', 'image/webp']
 
+// Chat Completions: images by URL or data URL; files (PDF) only inline, never by URL
+const CHAT_COMPLETIONS: BackendCapabilities = {
+  imageMediaTypes: IMAGES,
+  imageUrls: true,
+  fileMediaTypes: ['application/pdf'],
+  fileUrls: false,
+  nativeStructuredOutput: true,
+  promptCache: true,
+  singleToolCall: true,
+}
+
 const CAPABILITIES: Record<BackendKind, BackendCapabilities> = {
-  // Chat Completions: images by URL or data URL; files (PDF) only inline, never by URL
-  OPENAI: {
-    imageMediaTypes: IMAGES,
-    imageUrls: true,
-    fileMediaTypes: ['application/pdf'],
-    fileUrls: false,
-    nativeStructuredOutput: true,
-    promptCache: true,
-    singleToolCall: true,
-  },
+  OPENAI: CHAT_COMPLETIONS,
+  // Azure's deployments speak the same Chat Completions
+  AZURE_OPENAI: CHAT_COMPLETIONS,
   // Messages: image and document blocks, by URL or base64 (plain text documents inline only)
   ANTHROPIC: {
     imageMediaTypes: IMAGES,

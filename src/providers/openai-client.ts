@@ -109,6 +109,25 @@ function openaiPromptCache({ settings, promptCacheKey }: GenerateRequest) {
 
 type ErrorChunk = { error?: { message?: string; type?: string | null; code?: string | null } }
 
+/** Who speaks Chat Completions to a client: its name in errors, its SDK client, and its token-limit field. */
+export interface ChatCompletionsVendor {
+  name: string
+  connect(endpoint: string | null, apiKey: string): Promise<OpenAI>
+  /** Whether the token limit goes as max_completion_tokens, else as max_tokens. */
+  completionTokens(endpoint: string | null): boolean
+}
+
+const OPENAI: ChatCompletionsVendor = {
+  name: 'OpenAI',
+  async connect(endpoint, apiKey) {
+    const { default: OpenAI } = await import('openai')
+    return new OpenAI({ apiKey, baseURL: endpoint ?? undefined, maxRetries: 0, timeout: 10 * 60_000, fetch: vendorFetch })
+  },
+  // OpenAI's own API wants max_completion_tokens (reasoning models refuse max_tokens);
+  // compatible servers still read max_tokens
+  completionTokens: (endpoint) => endpoint === null,
+}
+
 /**
  * OpenAI chat completions, streamed with usage, through the official SDK. A backend's base URL
  * points it at any OpenAI-compatible server (vLLM, Ollama, LM Studio); without one the SDK's
@@ -119,12 +138,12 @@ type ErrorChunk = { error?: { message?: string; type?: string | null; code?: str
 export class OpenAIModelClient implements ModelClient {
   private readonly clients = new ClientCache<OpenAI>()
 
+  constructor(private readonly vendor: ChatCompletionsVendor = OPENAI) {}
+
   async *generate(request: GenerateRequest, signal: AbortSignal): AsyncIterable<GenerateEvent> {
     const apiKey = request.credential.reveal() ?? ''
-    const client = await this.clients.get(request.endpoint, apiKey, async () => {
-      const { default: OpenAI } = await import('openai')
-      return new OpenAI({ apiKey, baseURL: request.endpoint ?? undefined, maxRetries: 0, timeout: 10 * 60_000, fetch: vendorFetch })
-    })
+    const { vendor } = this
+    const client = await this.clients.get(request.endpoint, apiKey, () => vendor.connect(request.endpoint, apiKey))
     const { settings } = request
     const body = {
       model: request.model,
@@ -136,10 +155,8 @@ export class OpenAIModelClient implements ModelClient {
       ...(settings.topP != null && { top_p: settings.topP }),
       ...(settings.seed != null && { seed: settings.seed }),
       ...(settings.stop != null && settings.stop.length > 0 && { stop: settings.stop }),
-      // OpenAI's own API wants max_completion_tokens (reasoning models refuse max_tokens);
-      // compatible servers still read max_tokens
       ...(settings.maxTokens != null &&
-        (request.endpoint ? { max_tokens: settings.maxTokens } : { max_completion_tokens: settings.maxTokens })),
+        (vendor.completionTokens(request.endpoint) ? { max_completion_tokens: settings.maxTokens } : { max_tokens: settings.maxTokens })),
       ...(settings.reasoningEffort != null && { reasoning_effort: settings.reasoningEffort as 'low' }),
       ...openaiPromptCache(request),
       ...(request.outputSchema && {
@@ -147,7 +164,7 @@ export class OpenAIModelClient implements ModelClient {
       }),
       ...settings.extra,
     }
-    const answer = new OpenAIAnswer(request.credential.reveal())
+    const answer = new OpenAIAnswer(vendor.name, request.credential.reveal())
     try {
       // the SDK sends the request and turns a refusal into its APIError; the stream is read here
       const response = await client.chat.completions.create(body, { signal }).asResponse()
@@ -156,7 +173,7 @@ export class OpenAIModelClient implements ModelClient {
       signal.throwIfAborted()
     } catch (error) {
       if (signal.aborted) throw signal.reason
-      throw classifyVendorError(error, 'OpenAI', request.credential.reveal())
+      throw classifyVendorError(error, vendor.name, request.credential.reveal())
     }
     yield answer.end()
   }
@@ -170,13 +187,17 @@ class OpenAIAnswer implements AnswerReader {
   private refusal = ''
   readonly toolCalls = new ToolCallFragments()
 
-  constructor(private readonly secret: string | undefined) {}
+  constructor(
+    private readonly vendor: string,
+    private readonly secret: string | undefined,
+  ) {}
 
   read({ data }: ServerSentEvent): string | null | typeof STREAM_END {
     if (data.startsWith('[DONE]')) return STREAM_END
     const chunk = JSON.parse(data) as ChatCompletionChunk & ErrorChunk
     // an error sent in the stream (the SDK throws these too)
-    if (chunk.error) throw vendorStreamError('OpenAI', chunk.error.type ?? chunk.error.code ?? null, chunk.error.message ?? '', this.secret)
+    if (chunk.error)
+      throw vendorStreamError(this.vendor, chunk.error.type ?? chunk.error.code ?? null, chunk.error.message ?? '', this.secret)
     const choice = chunk.choices[0]
     if (choice?.finish_reason) this.finishReason = choice.finish_reason
     if (chunk.usage) this.usage = openaiUsage(chunk.usage)

@@ -65,7 +65,8 @@ const KEYWORDS: Record<NativeKind, ReadonlySet<string>> = {
 function nativeSchemaProblem(kind: BackendKind, schema: Schema): string | null {
   if (kind === 'FAKE' || !capabilitiesOf(kind).nativeStructuredOutput) return `a ${kind} backend has no native structured output`
   if (schema.type !== 'object') return 'the root is not an object'
-  return problemIn(kind, schema, '')
+  // Azure's deployments take OpenAI's strict mode
+  return problemIn(kind === 'AZURE_OPENAI' ? 'OPENAI' : kind, schema, '')
 }
 
 function problemIn(kind: NativeKind, schema: Schema, path: string): string | null {

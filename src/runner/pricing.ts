@@ -15,7 +15,13 @@ const PRICE_TABLE = (() => {
 })()
 
 /** The price table's provider of each backend kind; the fake backend has none. */
-const PROVIDER: Record<BackendKind, string | null> = { OPENAI: 'openai', ANTHROPIC: 'anthropic', GEMINI: 'google', FAKE: null }
+const PROVIDER: Record<BackendKind, string | null> = {
+  OPENAI: 'openai',
+  ANTHROPIC: 'anthropic',
+  GEMINI: 'google',
+  AZURE_OPENAI: 'azure',
+  FAKE: null,
+}
 
 type PriceTable = typeof import('@pydantic/genai-prices')
 let table: PriceTable | null = null

@@ -13,6 +13,8 @@ const BackendKindEnum = builder.enumType('BackendKind', {
     OPENAI: 'The OpenAI chat completions API, through the official openai SDK.',
     ANTHROPIC: 'The Anthropic messages API, through the official @anthropic-ai/sdk.',
     GEMINI: 'The Gemini API (generateContent, with an API key), through the official @google/genai SDK.',
+    AZURE_OPENAI:
+      'Azure OpenAI chat completions (a deployment as the model, an api-version, an api-key), through the official openai SDK’s AzureOpenAI.',
     FAKE: 'The built-in fake backend: model echo streams the last user message back; no key needed.',
   }),
 })

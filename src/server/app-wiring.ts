@@ -20,6 +20,7 @@ import { DEFAULT_EVENT_BUS_OPTIONS, SessionEventBus } from '../events/event-bus.
 import { ExperimentProgressEvents } from '../events/experiment-progress.js'
 import { DEFAULT_WEBHOOK_TIMES, WebhookDispatcher } from '../events/webhook-dispatcher.js'
 import { AnthropicModelClient } from '../providers/anthropic-client.js'
+import { AZURE_API_VERSION, azureOpenAI } from '../providers/azure-openai.js'
 import { FakeModelClient } from '../providers/fake-client.js'
 import { GeminiModelClient } from '../providers/gemini-client.js'
 import type { ModelClient } from '../providers/model-client.js'
@@ -138,18 +139,26 @@ function runnerOf(
   },
 ): RunExecutor {
   const { sessionMemory, times, ...given } = parts
-  const clients: Record<BackendKind, ModelClient> = {
+  const clients: Record<Exclude<BackendKind, 'AZURE_OPENAI'>, ModelClient> & Partial<Record<BackendKind, ModelClient>> = {
     FAKE: new FakeModelClient(),
     OPENAI: new OpenAIModelClient(),
     ANTHROPIC: new AnthropicModelClient(),
     GEMINI: new GeminiModelClient(),
     ...options.clients,
   }
+  // an Azure client per api-version, as the SDK puts it in every request's query
+  const azure = new Map<string, ModelClient>()
+  const azureFor = (backend: Backend): ModelClient => {
+    const version = backend.apiVersion ?? AZURE_API_VERSION
+    const client = azure.get(version) ?? new OpenAIModelClient(azureOpenAI(version))
+    azure.set(version, client)
+    return client
+  }
   return new RunExecutor({
     ...given,
     responseCache: { store: store.responseCache, maxEntries: options.responseCacheMaxEntries ?? 10_000 },
     files: store.files,
-    clientFor: (backend: Backend): ModelClient => clients[backend.kind],
+    clientFor: (backend: Backend): ModelClient => clients[backend.kind] ?? azureFor(backend),
     runs: store.runs,
     ledger: store.ledger,
     sessions: sessionMemory,

@@ -4,8 +4,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest'
 import { Credential } from '../../src/domain/credentials.js'
 import type { FinishReason, Usage } from '../../src/domain/records.js'
 import { mergeSettings } from '../../src/domain/settings.js'
+import { AZURE_API_VERSION, azureOpenAI } from '../../src/providers/azure-openai.js'
 import { GeminiModelClient } from '../../src/providers/gemini-client.js'
 import type { GenerateEvent, GenerateRequest, ModelClient } from '../../src/providers/model-client.js'
+import { OpenAIModelClient } from '../../src/providers/openai-client.js'
 import { REAL_STREAMS, ReplayVendor } from '../fixtures/replay-vendor.js'
 
 interface Expected {
@@ -109,5 +111,27 @@ describe.skipIf(REAL_STREAMS === null)('real Gemini and Vertex responses, replay
       status: 429,
       retryAfterMs: 34_400,
     })
+  })
+})
+
+describe.skipIf(REAL_STREAMS === null)('a real Azure OpenAI response, replayed through the Azure client', () => {
+  let vendor: ReplayVendor
+  beforeAll(async () => {
+    vendor = await ReplayVendor.start('providers')
+  })
+  afterAll(() => vendor?.close())
+
+  it('azure-text.sse (a prompt_filter_results chunk first, content_filter_results on each) gives its text, finish and usage', async () => {
+    vendor.serve('azure-text.sse')
+    const client = new OpenAIModelClient(azureOpenAI(AZURE_API_VERSION))
+    const events = await generated(client, { ...request(vendor.origin), model: 'my-gpt-4o-mini' })
+    expect(events.map((e) => (e.type === 'delta' ? e.text : '')).join('')).toBe('4200 + 42 equals 4242.')
+    expect(events.at(-1)).toEqual({
+      type: 'end',
+      usage: usage(16, 11),
+      finish: { reason: 'STOP', vendorReason: 'stop', refusal: null },
+      reasoning: null,
+    })
+    expect(vendor.paths).toContain(`/openai/deployments/my-gpt-4o-mini/chat/completions?api-version=${AZURE_API_VERSION}`)
   })
 })

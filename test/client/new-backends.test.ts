@@ -13,9 +13,10 @@ const WEATHER: OpenAI.Chat.ChatCompletionTool = {
   function: { name: 'weather', parameters: { type: 'object', properties: { city: { type: 'string' } } } },
 }
 
-// A profile on the GEMINI kind, run by promptline through the official @google/genai SDK against
-// a fake Gemini API, and asked through promptline's own OpenAI door with the openai SDK.
-describe('a Gemini backend, end to end', () => {
+// Profiles on the GEMINI and AZURE_OPENAI kinds, run by promptline through the official SDKs
+// (@google/genai; openai's AzureOpenAI) against fake vendors, and asked through promptline's own
+// OpenAI door with the openai SDK.
+describe('Gemini and Azure OpenAI backends, end to end', () => {
   let t: TestServer
   let openai: FakeVendorServer
   let anthropic: FakeVendorServer
@@ -30,13 +31,17 @@ describe('a Gemini backend, end to end', () => {
     t = await startTestServer({
       provider: 'sqlite',
       apiKey: ADMIN_KEY,
-      secrets: { OA_KEY: 'sk-test-openai', AN_KEY: 'sk-test-anthropic', GE_KEY },
+      secrets: { OA_KEY: 'sk-test-openai', AN_KEY: 'sk-test-anthropic', GE_KEY, AZ_KEY: 'azure-test-key-0123' },
       app: {
         catalogDir: vendorCatalog(openai, anthropic, {
-          backends: [`{ id: ge, kind: GEMINI, baseUrl: "${gemini.baseUrl}", credentialEnv: GE_KEY }`],
+          backends: [
+            `{ id: ge, kind: GEMINI, baseUrl: "${gemini.baseUrl}", credentialEnv: GE_KEY }`,
+            `{ id: az, kind: AZURE_OPENAI, baseUrl: "${openai.origin}", credentialEnv: AZ_KEY, apiVersion: 2025-04-01-preview }`,
+          ],
           profiles: [
             '{ id: flash, backendId: ge, model: gemini-2.5-flash }',
             '{ id: flash-then-gpt, backendId: ge, model: gemini-2.5-flash, candidates: [oa-plain] }',
+            '{ id: azure-then-flash, backendId: az, model: prod-gpt-4o-mini, candidates: [flash] }',
           ],
         }),
         apiKeys: [{ sha256: sha256Hex(ADMIN_KEY), tenantId: 'acme', role: 'admin' }],
@@ -136,5 +141,23 @@ describe('a Gemini backend, end to end', () => {
     expect(refused).toMatchObject({ status: 400 })
     expect((refused as Error).message).toMatch(/parallelToolCalls: false/)
     expect(gemini.requests.length).toBe(before)
+  })
+
+  it('answers on an Azure OpenAI deployment, and fails over from Azure to Gemini after a 500 that persists', async () => {
+    const plain = await client.chat.completions.create({ model: 'azure-then-flash', messages: [{ role: 'user', content: 'from azure' }] })
+    expect(plain.choices[0]!.message.content).toBe('from azure')
+    expect(openai.requests.at(-1)!.path).toBe('/openai/deployments/prod-gpt-4o-mini/chat/completions?api-version=2025-04-01-preview')
+    expect(await runOf(plain.id)).toMatchObject({ backendId: 'az', model: 'prod-gpt-4o-mini' })
+
+    openai.script({ status: 500 }, { status: 500 }, { status: 500 })
+    const moved = await client.chat.completions.create({ model: 'azure-then-flash', messages: [{ role: 'user', content: 'from gemini' }] })
+    expect(moved.choices[0]!.message.content).toBe('from gemini')
+    const run = await runOf(moved.id)
+    expect(run.failoverAttempts.map((a) => [a.profileId, a.outcome, a.errorCode])).toEqual([
+      ['azure-then-flash', 'FAILED', 'SERVER_ERROR'],
+      ['azure-then-flash', 'FAILED', 'SERVER_ERROR'],
+      ['azure-then-flash', 'FAILED', 'SERVER_ERROR'],
+      ['flash', 'SUCCEEDED', null],
+    ])
   })
 })
