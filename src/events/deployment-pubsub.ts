@@ -264,8 +264,12 @@ export class RedisLink implements DeploymentLink {
     const late = new Promise<never>((_, reject) => {
       timer = setTimeout(() => reject(new Error('redis did not answer PING in time')), PING_TIMEOUT_MS)
     })
+    // a PING the probe gave up on is answered later, or failed when the connection closes: that
+    // failure is nobody's, so it is dropped here rather than left unhandled
+    const answer = this.publisher.ping()
+    answer.catch(() => {})
     try {
-      await Promise.race([this.publisher.ping(), late])
+      await Promise.race([answer, late])
     } finally {
       clearTimeout(timer)
     }
