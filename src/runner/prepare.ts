@@ -176,15 +176,9 @@ export class PromptPreparer {
     const pinned = request.admission?.includes
     const includes = prompt ? await resolveIncludes(this.catalog, tenantId, sessionId, prompt, pinned, 'promptId') : NO_INCLUDES
 
-    // 3. the profile: the request's, else the prompt's default, else the session's (a parallel
-    // prompt runs its own profiles)
+    // 3. the profile
     const parallelSpec = prompt?.definition.parallel ?? null
-    if (parallelSpec && requestProfileId !== null) {
-      throw InvalidRequestError.at('profileId', `prompt '${prompt!.id}' runs its parallel profiles; a profileId does not apply`)
-    }
-    const profileId =
-      parallelSpec?.profiles[0] ?? requestProfileId ?? prompt?.definition.defaultProfileId ?? session?.defaultProfileId ?? null
-    const profile = await this.loadProfile(tenantId, profileId, requestProfileId !== null, { prompt, sessionId })
+    const profile = await this.chooseProfile(tenantId, sessionId, requestProfileId, prompt, session?.defaultProfileId ?? null)
 
     // 4.-6. the backend, settings (defaults < backend < profile < request) and credentials, for
     // the profile and each failover candidate (for each parallel profile)
@@ -224,6 +218,22 @@ export class PromptPreparer {
       maxRepairs: prompt?.definition.maxRepairs ?? (request.output ? REQUEST_CONTRACT_REPAIRS : 0),
       variables,
     }
+  }
+
+  /** The request's profile, else the prompt's default, else the session's; a parallel prompt runs its own profiles. */
+  private chooseProfile(
+    tenantId: string,
+    sessionId: string | null,
+    requestProfileId: string | null,
+    prompt: Prompt | null,
+    sessionProfileId: string | null,
+  ): Promise<Profile> {
+    const parallelSpec = prompt?.definition.parallel ?? null
+    if (parallelSpec && requestProfileId !== null) {
+      throw InvalidRequestError.at('profileId', `prompt '${prompt!.id}' runs its parallel profiles; a profileId does not apply`)
+    }
+    const profileId = parallelSpec?.profiles[0] ?? requestProfileId ?? prompt?.definition.defaultProfileId ?? sessionProfileId
+    return this.loadProfile(tenantId, profileId, requestProfileId !== null, { prompt, sessionId })
   }
 
   /** The profile chosen; `requested`: the request named it (a missing one is then NOT_FOUND, not a broken default). */
