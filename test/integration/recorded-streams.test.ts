@@ -94,23 +94,14 @@ describe.skipIf(REAL_STREAMS === null)('real Gemini and Vertex responses, replay
     expect(end.reasoning?.signature != null).toBe(expected.signed === true)
   })
 
-  it('gemini-error-400.json (an invalid key, answered 400 as an event stream) is UNAUTHORIZED: the next candidate is tried', async () => {
-    vendor.serve('gemini-error-400.json')
-    await expect(generated(client, request(vendor.origin))).rejects.toMatchObject({
-      kind: 'NEXT_CANDIDATE',
-      reason: 'UNAUTHORIZED',
-      status: 400,
-    })
-  })
-
-  it('gemini-error-429.json is RATE_LIMITED, retried after the 34.4 s its RetryInfo asks for', async () => {
-    vendor.serve('gemini-error-429.json')
-    await expect(generated(client, request(vendor.origin))).rejects.toMatchObject({
-      kind: 'RETRYABLE',
-      reason: 'RATE_LIMITED',
-      status: 429,
-      retryAfterMs: 34_400,
-    })
+  it.each([
+    // an invalid key, answered 400 as an event stream: the next candidate is tried
+    ['gemini-error-400.json', { kind: 'NEXT_CANDIDATE', reason: 'UNAUTHORIZED', status: 400 }],
+    // retried after the 34.4 s its RetryInfo asks for
+    ['gemini-error-429.json', { kind: 'RETRYABLE', reason: 'RATE_LIMITED', status: 429, retryAfterMs: 34_400 }],
+  ])('%s fails with its class and its wait', async (file, expected) => {
+    vendor.serve(file)
+    await expect(generated(client, request(vendor.origin))).rejects.toMatchObject(expected)
   })
 })
 
