@@ -271,28 +271,31 @@ describe.each(providers)('records written by the store read back the same (%s)',
       sequence: 0,
       at: at(7),
     }
-    // no await in between: submitted together
-    const [kept, refused, events, lateEnd] = await Promise.allSettled([
-      store.ledger.admit(entry('q-kept', 10), []),
-      store.ledger.admit(entry('q-refused', 11), []), // the same idempotency key: refused by the unique index
+    // no await in between: submitted together. Two admissions of one idempotency key: one is
+    // kept and the other refused by the unique index; which commits first is the pool's order
+    const [first, second, events, lateEnd] = await Promise.allSettled([
+      store.ledger.admit(entry('q-first', 10), []),
+      store.ledger.admit(entry('q-second', 11), []),
       store.events.append([event(500), event(501)]),
       store.ledger.finish({ run: { ...run, status: 'FAILED' }, entry: null, messages: [], events: [event(502)], earlier: [] }),
     ])
+    const [kept, refused] = first.status === 'fulfilled' ? [first, second] : [second, first]
+    const [keptId, refusedId] = first.status === 'fulfilled' ? ['q-first', 'q-second'] : ['q-second', 'q-first']
     // and without a refusal, each row gets its own values
     await Promise.all([
-      store.entries.update({ ...entry('q-kept', 10), priority: 7 }),
+      store.entries.update({ ...entry(keptId, 10), priority: 7 }),
       store.entries.update({ ...base, priority: 9 }),
       store.entries.update({ ...entry('q-absent', 12), priority: 1 }),
     ])
-    expect((await store.entries.find('t', 's', 'q-kept'))!.priority).toBe(7)
+    expect((await store.entries.find('t', 's', keptId))!.priority).toBe(7)
     expect((await store.entries.find('t', 's', 'q-1'))!.priority).toBe(9)
     expect(await store.entries.find('t', 's', 'q-absent')).toBeNull()
     expect(kept.status).toBe('fulfilled')
     expect(refused).toMatchObject({ status: 'rejected', reason: expect.any(UniqueViolation) })
     expect(events.status).toBe('fulfilled')
     expect(lateEnd).toEqual({ status: 'fulfilled', value: false }) // the run had ended: nothing of it written
-    expect(await store.entries.find('t', 's', 'q-kept')).toMatchObject({ queueId: 'q-kept' })
-    expect(await store.entries.find('t', 's', 'q-refused')).toBeNull()
+    expect(await store.entries.find('t', 's', keptId)).toMatchObject({ queueId: keptId })
+    expect(await store.entries.find('t', 's', refusedId)).toBeNull()
     expect((await store.events.after('t', 's', 499, 10)).map((e) => e.sequence)).toEqual([500, 501])
   })
 
