@@ -11,8 +11,10 @@ import type { TestServer } from '../helpers/server.js'
 const catalogWith = (mcpUrl: string) => `
 backends:
   - { id: fake, kind: FAKE }
+  - { id: unkeyed, kind: OPENAI, baseUrl: "http://127.0.0.1:9/v1", credentialEnv: UNSET_AG_UI_KEY }
 profiles:
   - { id: fake-echo, backendId: fake, model: echo }
+  - { id: openai-unkeyed, backendId: unkeyed, model: gpt-test }
   - { id: fake-slow, backendId: fake, model: echo, settings: { extra: { tokenDelayMs: 100 } } }
   - id: fake-cities
     backendId: fake
@@ -161,24 +163,27 @@ describe.each(providers)('AG-UI through @ag-ui/client (%s)', (provider) => {
     expect(textOf(second)).toBe('twice told')
   })
 
-  it('answers a prompt whose variable is missing 400 RENDER, as JSON naming it', async () => {
+  it.each([
+    ['a prompt whose variable is missing', { promptId: 'greet', profileId: 'fake-echo' }, 'RENDER', 'name'],
+    ['a profile whose vendor key is not set', { profileId: 'openai-unkeyed' }, 'CREDENTIALS', 'UNSET_AG_UI_KEY'],
+  ])('answers %s 400, as JSON with its code, naming what to fix', async (_, forwardedProps, code, named) => {
     const response = await fetch(`${t.http.url}/ag-ui`, {
       method: 'POST',
       headers: { authorization: `Bearer ${ADMIN_KEY}`, 'content-type': 'application/json' },
       body: JSON.stringify({
-        threadId: 'thread-render',
-        runId: 'run-render',
+        threadId: `thread-${code}`,
+        runId: `run-${code}`,
         messages: [{ id: 'u1', role: 'user', content: 'hi' }],
         tools: [],
         context: [],
         state: {},
-        forwardedProps: { promptId: 'greet', profileId: 'fake-echo' },
+        forwardedProps,
       }),
     })
     expect(response.status).toBe(400)
     const body = (await response.json()) as { code: string; error: string }
-    expect(body.code).toBe('RENDER')
-    expect(body.error).toContain('name')
+    expect(body.code).toBe(code)
+    expect(body.error).toContain(named)
   })
 
   it('streams the result of an MCP call promptline made, and ends with an interrupt for a call awaiting approval, which a resume answers', async () => {

@@ -9,8 +9,10 @@ import type { TestServer } from '../helpers/server.js'
 const CATALOG = `
 backends:
   - { id: fake, kind: FAKE, prices: { echo: { inputPerMillion: 1, outputPerMillion: 2 } } }
+  - { id: unkeyed, kind: OPENAI, baseUrl: "http://127.0.0.1:9/v1", credentialEnv: UNSET_MCP_KEY }
 profiles:
   - { id: fake-echo, backendId: fake, model: echo }
+  - { id: openai-unkeyed, backendId: unkeyed, model: gpt-test }
 `
 
 /** An MCP client of the official SDK on `/mcp`, with `key`. */
@@ -93,9 +95,15 @@ describe.each(providers)('promptline as an MCP server (%s)', (provider) => {
     expect(got.structuredContent).toMatchObject({ runId, status: 'COMPLETED' })
   })
 
-  it('answers a run it cannot start as a tool error, and a request without a key 401', async () => {
+  it('answers a run it cannot start (no prompt, no vendor key) as a tool error naming what to fix, and a request without a key 401', async () => {
     const refused = await client.callTool({ name: 'run_prompt', arguments: { promptId: 'no-such-prompt' } })
     expect(refused).toMatchObject({ isError: true, structuredContent: { errorCode: 'NOT_FOUND' } })
+    const unkeyed = await client.callTool({
+      name: 'run_prompt',
+      arguments: { promptId: 'greet', profileId: 'openai-unkeyed', variables: { name: 'Ada' } },
+    })
+    expect(unkeyed).toMatchObject({ isError: true, structuredContent: { errorCode: 'CREDENTIALS' } })
+    expect(JSON.stringify(unkeyed.content)).toContain('UNSET_MCP_KEY')
     await expect(mcpClient(t.http.url, 'pl_not-a-key')).rejects.toThrow(/401|API key/)
   })
 })
