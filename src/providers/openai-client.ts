@@ -7,26 +7,16 @@ import type {
   ChatCompletionTool,
   ChatCompletionToolChoiceOption,
 } from 'openai/resources/chat/completions'
-import type { CompletionUsage } from 'openai/resources/completions'
 import type { ContentPart } from '../domain/content-parts.js'
-import { type ChatMessage, type Finish, type FinishReason, type Usage, usageOf } from '../domain/records.js'
+import { type ChatMessage, type Finish, type FinishReason, usageOf } from '../domain/records.js'
 import type { Tooling } from '../domain/tools.js'
+import { chatCompletionsUsage, type ExtendedDelta, textAndReasoning } from './chat-completions-fields.js'
 import { ClientCache } from './client-cache.js'
 import { base64Of, type FileBytes, textOfParts } from './content-parts.js'
 import type { GenerateEvent, GenerateRequest, ModelClient } from './model-client.js'
 import { classifyVendorError, vendorStreamError } from './provider-error.js'
 import { type ServerSentEvent, STREAM_END } from './sse.js'
 import { type AnswerReader, answerDeltas, ToolCallFragments, vendorFetch } from './vendor-http.js'
-
-/** OpenAI's usage, in ours: its prompt_tokens already include the cached ones. */
-function openaiUsage(usage: CompletionUsage): Usage {
-  return usageOf({
-    inputTokens: usage.prompt_tokens,
-    outputTokens: usage.completion_tokens,
-    cacheReadTokens: usage.prompt_tokens_details?.cached_tokens ?? 0,
-    reasoningTokens: usage.completion_tokens_details?.reasoning_tokens ?? 0,
-  })
-}
 
 // OpenAI's finish_reason in ours (function_call is the deprecated form of tool_calls)
 const FINISH_REASONS: Record<string, FinishReason> = {
@@ -185,6 +175,8 @@ class OpenAIAnswer implements AnswerReader {
   private finishReason: string | null = null
   // a refusal comes in deltas of its own, apart from the answer's text
   private refusal = ''
+  // OpenAI sends no reasoning text in Chat Completions (only its count, in usage); compatible servers may
+  private reasoning = ''
   readonly toolCalls = new ToolCallFragments()
 
   constructor(
@@ -200,14 +192,17 @@ class OpenAIAnswer implements AnswerReader {
       throw vendorStreamError(this.vendor, chunk.error.type ?? chunk.error.code ?? null, chunk.error.message ?? '', this.secret)
     const choice = chunk.choices[0]
     if (choice?.finish_reason) this.finishReason = choice.finish_reason
-    if (chunk.usage) this.usage = openaiUsage(chunk.usage)
+    this.usage = chatCompletionsUsage(chunk) ?? this.usage
     const delta = choice?.delta
-    if (delta?.refusal) this.refusal += delta.refusal
+    if (!delta) return null
+    if (delta.refusal) this.refusal += delta.refusal
     // a call's first fragment has its id and name; the arguments follow in pieces, by index
-    for (const call of delta?.tool_calls ?? []) {
+    for (const call of delta.tool_calls ?? []) {
       this.toolCalls.add(call.index, call.id ?? null, call.function?.name ?? null, call.function?.arguments ?? '')
     }
-    return delta?.content || null
+    const { text, reasoning } = textAndReasoning(delta as ExtendedDelta)
+    this.reasoning += reasoning
+    return text || null
   }
 
   readWhole(body: unknown): string {
@@ -215,15 +210,18 @@ class OpenAIAnswer implements AnswerReader {
     const choice = completion.choices[0]
     this.refusal = choice?.message?.refusal ?? ''
     this.finishReason = choice?.finish_reason ?? null
-    if (completion.usage) this.usage = openaiUsage(completion.usage)
+    this.usage = chatCompletionsUsage(completion) ?? this.usage
     for (const [index, call] of (choice?.message?.tool_calls ?? []).entries()) {
       if (call.type === 'function') this.toolCalls.add(index, call.id, call.function.name, call.function.arguments)
     }
-    return choice?.message?.content ?? ''
+    if (!choice?.message) return ''
+    const { text, reasoning } = textAndReasoning(choice.message as ExtendedDelta)
+    this.reasoning = reasoning
+    return text
   }
 
   end(): GenerateEvent {
-    // Chat Completions sends no reasoning text (only its token count, in usage)
-    return { type: 'end', usage: this.usage, finish: openaiFinish(this.finishReason, this.refusal), reasoning: null }
+    const reasoning = this.reasoning === '' ? null : { text: this.reasoning, signature: null }
+    return { type: 'end', usage: this.usage, finish: openaiFinish(this.finishReason, this.refusal), reasoning }
   }
 }

@@ -126,3 +126,79 @@ describe.skipIf(REAL_STREAMS === null)('a real Azure OpenAI response, replayed t
     expect(vendor.paths).toContain(`/openai/deployments/my-gpt-4o-mini/chat/completions?api-version=${AZURE_API_VERSION}`)
   })
 })
+
+// each server's own fields (docs/providers.md, "OpenAI-compatible servers"); the text and
+// reasoning as their start and length where long
+const COMPATIBLE: Record<string, Expected & { calls?: number }> = {
+  // reasoning_content, then one call in argument fragments; usage with cached_tokens and prompt_cache_hit_tokens
+  'deepseek-tool.sse': {
+    text: '',
+    finish: 'TOOL_CALLS',
+    vendorReason: 'tool_calls',
+    usage: usage(339, 83, 39, 320),
+    toolCalls: [{ name: 'weather', arguments: '{"location": "San Francisco"}' }],
+    thinking: { startsWith: 'The user is asking for the weather in San Francisco.', length: 191 },
+  },
+  // delta.reasoning, usage in x_groq and at the top level
+  'groq-tool-reasoning.sse': {
+    text: '',
+    finish: 'TOOL_CALLS',
+    vendorReason: 'tool_calls',
+    usage: usage(304, 49, 23),
+    toolCalls: [{ name: 'get_something_by_name', arguments: '{"name":"example"}' }],
+    thinking: { startsWith: 'We need to call the function with correct parameter "name".', length: 92 },
+  },
+  'openrouter-text.sse': { text: 'Hello!', finish: 'STOP', vendorReason: 'stop', usage: usage(12, 2) },
+  // content as typed chunks: thinking chunks, then text
+  'mistral-thinking.sse': {
+    text: 'To cross the street safely, follow these steps:\n\n1. Look both ways',
+    finish: 'STOP',
+    vendorReason: 'stop',
+    usage: usage(10, 232),
+    thinking: { startsWith: 'Okay, the user is asking how to cross the street.', length: 421 },
+  },
+  // choices[].text beside delta.content, usage in a last chunk of its own
+  'together-text.sse': {
+    text: '## Step 1: Understand the problem\nThe problem requires adding two numbers, 4200 and 42.',
+    finish: 'STOP',
+    vendorReason: 'stop',
+    usage: usage(20, 79),
+  },
+  // one JSON document although the request streamed
+  'ollama-json-text.json': { text: '4200 + 42 = 4242\n', finish: 'STOP', vendorReason: 'stop', usage: usage(21, 16) },
+}
+
+const TEXT_LENGTHS: Record<string, number> = { 'mistral-thinking.sse': 607, 'together-text.sse': 258 }
+
+describe.skipIf(REAL_STREAMS === null)('real responses of OpenAI-compatible servers, replayed through the OpenAI client', () => {
+  let vendor: ReplayVendor
+  const client = new OpenAIModelClient()
+  beforeAll(async () => {
+    vendor = await ReplayVendor.start('providers')
+  })
+  afterAll(() => vendor?.close())
+  const compatible = () => ({ ...request(`${vendor.origin}/v1`), model: 'a-model' })
+
+  it.each(Object.entries(COMPATIBLE))('%s gives its text, reasoning, calls, finish reason and usage', async (file, expected) => {
+    vendor.serve(file)
+    const events = await generated(client, compatible())
+    const text = events.map((e) => (e.type === 'delta' ? e.text : '')).join('')
+    expect(text.startsWith(expected.text)).toBe(true)
+    expect(text).toHaveLength(TEXT_LENGTHS[file] ?? expected.text.length)
+    const calls = events.filter((e) => e.type === 'tool_call').map((e) => ({ name: e.name, arguments: e.arguments }))
+    expect(calls).toEqual(expected.toolCalls ?? [])
+    const end = events.at(-1) as Extract<GenerateEvent, { type: 'end' }>
+    expect(end.finish).toEqual({ reason: expected.finish, vendorReason: expected.vendorReason, refusal: null })
+    expect(end.usage).toEqual(expected.usage)
+    if (!expected.thinking) return expect(end.reasoning).toBeNull()
+    expect(end.reasoning!.text.startsWith(expected.thinking.startsWith)).toBe(true)
+    expect(end.reasoning!.text).toHaveLength(expected.thinking.length)
+  })
+
+  it("groq-error-400-tool-use-failed.json (the model's malformed call) fails the run with Groq's reason, not retried", async () => {
+    vendor.serve('groq-error-400-tool-use-failed.json')
+    const failure = await generated(client, compatible()).catch((error: unknown) => error)
+    expect(failure).toMatchObject({ kind: 'FATAL', reason: 'BAD_REQUEST', status: 400 })
+    expect((failure as Error).message).toContain('did not match schema')
+  })
+})
