@@ -86,51 +86,61 @@ export type ResponseCacheLayer = z.infer<typeof responseCacheLayerSchema>
 
 const BACKEND_KINDS = ['OPENAI', 'ANTHROPIC', 'GEMINI', 'AZURE_OPENAI', 'FAKE'] as const
 export type BackendKind = (typeof BACKEND_KINDS)[number]
+/** Servers that copy OpenAI's Chat Completions, each with its own differences (an OPENAI backend's `dialect`). */
+const DIALECTS = ['OLLAMA', 'VLLM', 'LM_STUDIO', 'GROQ', 'OPENROUTER', 'DEEPSEEK', 'MISTRAL', 'TOGETHER'] as const
+export type Dialect = (typeof DIALECTS)[number]
 
 const count = (min: number, max: number) => z.number().int().min(min).max(max)
 
-export const backendSchema = z.strictObject({
-  id: idSchema,
-  kind: looseEnum(BACKEND_KINDS, (v) => v.toUpperCase()),
-  baseUrl: z.url({ protocol: /^https?$/ }).nullish(),
-  credentialEnv: envNameSchema.nullish(),
-  /** Azure OpenAI's `api-version` (default 2024-10-21, the latest GA); other kinds take none. */
-  apiVersion: z
-    .string()
-    .regex(/^\d{4}-\d{2}-\d{2}(-preview)?$/, 'must be an Azure api-version such as 2024-10-21')
-    .nullish(),
-  settings: settingsLayerSchema.nullish(),
-  /** Runs accepted at once, model calls in flight, runs allowed to wait (defaults 64, 16, 256). */
-  capacity: z
-    .strictObject({ maxAccepted: count(1, 100_000), maxActive: count(1, 100_000), maxWaiting: count(0, 1_000_000) })
-    .partial()
-    .nullish(),
-  /** Retries of 429/5xx/network failures on the same candidate (defaults 3 attempts, 250 ms doubling, at most 10 s). */
-  retry: z
-    .strictObject({ maxAttempts: count(1, 10), baseDelayMs: count(0, 60_000), maxDelayMs: count(0, 600_000) })
-    .partial()
-    .nullish(),
-  /** Base URLs besides baseUrl that profiles of this backend may send to (never with this backend's own key). */
-  endpoints: z
-    .array(z.url({ protocol: /^https?$/ }))
-    .max(64)
-    .nullish(),
-  /** Environment variables, besides credentialEnv, that profiles and requests may name for this backend's key. */
-  credentialEnvs: z.array(envNameSchema).max(64).nullish(),
-  /** USD per million tokens, by model: overrides the bundled price table (for private or unlisted models). */
-  prices: z
-    .record(
-      z.string(),
-      z.strictObject({
-        inputPerMillion: z.number().min(0),
-        outputPerMillion: z.number().min(0),
-        /** Cache reads and writes; the input price when absent. */
-        cacheReadPerMillion: z.number().min(0).nullish(),
-        cacheWritePerMillion: z.number().min(0).nullish(),
-      }),
-    )
-    .nullish(),
-})
+export const backendSchema = z
+  .strictObject({
+    id: idSchema,
+    kind: looseEnum(BACKEND_KINDS, (v) => v.toUpperCase()),
+    baseUrl: z.url({ protocol: /^https?$/ }).nullish(),
+    credentialEnv: envNameSchema.nullish(),
+    /** Azure OpenAI's `api-version` (default 2024-10-21, the latest GA); other kinds take none. */
+    apiVersion: z
+      .string()
+      .regex(/^\d{4}-\d{2}-\d{2}(-preview)?$/, 'must be an Azure api-version such as 2024-10-21')
+      .nullish(),
+    /** Which OpenAI-compatible server an OPENAI backend's baseUrl is, for what it does differently; none: OpenAI's own rules. */
+    dialect: looseEnum(DIALECTS, (v) => v.toUpperCase().replaceAll('-', '_')).nullish(),
+    settings: settingsLayerSchema.nullish(),
+    /** Runs accepted at once, model calls in flight, runs allowed to wait (defaults 64, 16, 256). */
+    capacity: z
+      .strictObject({ maxAccepted: count(1, 100_000), maxActive: count(1, 100_000), maxWaiting: count(0, 1_000_000) })
+      .partial()
+      .nullish(),
+    /** Retries of 429/5xx/network failures on the same candidate (defaults 3 attempts, 250 ms doubling, at most 10 s). */
+    retry: z
+      .strictObject({ maxAttempts: count(1, 10), baseDelayMs: count(0, 60_000), maxDelayMs: count(0, 600_000) })
+      .partial()
+      .nullish(),
+    /** Base URLs besides baseUrl that profiles of this backend may send to (never with this backend's own key). */
+    endpoints: z
+      .array(z.url({ protocol: /^https?$/ }))
+      .max(64)
+      .nullish(),
+    /** Environment variables, besides credentialEnv, that profiles and requests may name for this backend's key. */
+    credentialEnvs: z.array(envNameSchema).max(64).nullish(),
+    /** USD per million tokens, by model: overrides the bundled price table (for private or unlisted models). */
+    prices: z
+      .record(
+        z.string(),
+        z.strictObject({
+          inputPerMillion: z.number().min(0),
+          outputPerMillion: z.number().min(0),
+          /** Cache reads and writes; the input price when absent. */
+          cacheReadPerMillion: z.number().min(0).nullish(),
+          cacheWritePerMillion: z.number().min(0).nullish(),
+        }),
+      )
+      .nullish(),
+  })
+  .refine((b) => b.dialect == null || b.kind === 'OPENAI', {
+    message: 'a dialect names an OpenAI-compatible server: only an OPENAI backend takes one',
+    path: ['dialect'],
+  })
 export type BackendDefinition = z.infer<typeof backendSchema>
 
 export const profileSchema = z.strictObject({

@@ -55,13 +55,16 @@ export interface ModelCallOutcome {
   errorType?: string
 }
 
-/** GenAI semantic conventions' provider names by backend kind. */
+/** GenAI semantic conventions' provider names by backend kind or OpenAI-compatible dialect (others: the name in lower case). */
 const PROVIDERS: Record<string, string> = {
   OPENAI: 'openai',
   ANTHROPIC: 'anthropic',
   GEMINI: 'gcp.gemini',
   AZURE_OPENAI: 'azure.ai.openai',
   FAKE: 'promptline.fake',
+  GROQ: 'groq',
+  DEEPSEEK: 'deepseek',
+  MISTRAL: 'mistral_ai',
 }
 
 /**
@@ -70,13 +73,13 @@ const PROVIDERS: Record<string, string> = {
  * later calls do nothing).
  */
 export function startModelCallSpan(
-  backendKind: string,
+  vendor: string,
   model: string,
   settings: { maxTokens?: number | null; temperature?: number | null; topP?: number | null },
 ): { end(outcome: ModelCallOutcome): void } {
   const attributes: Attributes = {
     'gen_ai.operation.name': 'chat',
-    'gen_ai.provider.name': PROVIDERS[backendKind] ?? backendKind.toLowerCase(),
+    'gen_ai.provider.name': PROVIDERS[vendor] ?? vendor.toLowerCase(),
     'gen_ai.request.model': model,
   }
   if (settings.maxTokens != null) attributes['gen_ai.request.max_tokens'] = settings.maxTokens

@@ -1,4 +1,4 @@
-import type { ChatCompletionsVendor } from './openai-client.js'
+import { type ChatCompletionsVendor, OPENAI_WIRE } from './openai-client.js'
 import { vendorFetch } from './vendor-http.js'
 
 /** Azure OpenAI's latest GA api-version, for a backend that names none. */
@@ -24,6 +24,6 @@ export function azureOpenAI(apiVersion: string): ChatCompletionsVendor {
         fetch: vendorFetch,
       })
     },
-    completionTokens: () => true,
+    wire: () => OPENAI_WIRE,
   }
 }

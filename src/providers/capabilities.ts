@@ -1,7 +1,14 @@
 import type { ContentPart } from '../domain/content-parts.js'
-import type { BackendKind } from '../domain/definitions.js'
+import type { BackendDefinition, BackendKind } from '../domain/definitions.js'
 import type { EffectiveSettings } from '../domain/settings.js'
 import type { Tooling } from '../domain/tools.js'
+import { COMPATIBLE_SERVERS } from './compatible-servers.js'
+
+/** What decides a backend's capabilities: its kind, and for an OPENAI one the server it names. */
+export type BackendWire = Pick<BackendDefinition, 'kind' | 'dialect'>
+
+/** The backend's vendor as refusals name it: the server's dialect, else its kind. */
+const nameOf = (backend: BackendWire): string => backend.dialect ?? backend.kind
 
 // Gemini's thinkingLevel values
 const GEMINI_EFFORTS = new Set(['minimal', 'low', 'medium', 'high'])
@@ -10,7 +17,13 @@ const GEMINI_EFFORTS = new Set(['minimal', 'low', 'medium', 'high'])
  * A setting the backend's vendor does not take, as a sentence for an INVALID_REQUEST at
  * preparation (rather than a vendor 400 after the run started); null when all are fine.
  */
-export function unsupportedSetting(kind: BackendKind, settings: EffectiveSettings): string | null {
+export function unsupportedSetting(backend: BackendWire, settings: EffectiveSettings): string | null {
+  const { kind } = backend
+  if (backend.dialect) {
+    const { name, wire } = COMPATIBLE_SERVERS[backend.dialect]
+    if (settings.seed != null && wire.seed === null) return `${name} takes no seed`
+    if (settings.reasoningEffort != null && !wire.reasoningEffort) return `${name} takes no reasoningEffort`
+  }
   if (kind === 'ANTHROPIC') {
     if (settings.reasoningEffort != null) return 'Anthropic takes no reasoningEffort (pass its thinking options in extra)'
     if (settings.temperature != null && settings.temperature > 1) return 'Anthropic takes a temperature from 0 to 1'
@@ -22,9 +35,9 @@ export function unsupportedSetting(kind: BackendKind, settings: EffectiveSetting
 }
 
 /** Tool settings the backend's vendor cannot follow, as a sentence for an INVALID_REQUEST; null when it can. */
-export function unsupportedTooling(kind: BackendKind, tooling: Tooling): string | null {
-  if (tooling.parallelToolCalls === false && !CAPABILITIES[kind].singleToolCall)
-    return `a ${kind} backend cannot be held to one tool call at a time (parallelToolCalls: false)`
+export function unsupportedTooling(backend: BackendWire, tooling: Tooling): string | null {
+  if (tooling.parallelToolCalls === false && !capabilitiesOf(backend).singleToolCall)
+    return `a ${nameOf(backend)} backend cannot be held to one tool call at a time (parallelToolCalls: false)`
   return null
 }
 
@@ -93,12 +106,14 @@ const CAPABILITIES: Record<BackendKind, BackendCapabilities> = {
   },
 }
 
-export const capabilitiesOf = (kind: BackendKind): BackendCapabilities => CAPABILITIES[kind]
+export const capabilitiesOf = (backend: BackendWire): BackendCapabilities =>
+  backend.dialect ? COMPATIBLE_SERVERS[backend.dialect].capabilities : CAPABILITIES[backend.kind]
 
 /** Why the backend cannot take a part, as a sentence; null when it can. */
-export function unsupportedPart(kind: BackendKind, part: ContentPart): string | null {
+export function unsupportedPart(backend: BackendWire, part: ContentPart): string | null {
   if (part.type === 'TEXT') return null
-  const can = CAPABILITIES[kind]
+  const can = capabilitiesOf(backend)
+  const kind = nameOf(backend)
   const types = part.type === 'IMAGE' ? can.imageMediaTypes : can.fileMediaTypes
   const name = part.type === 'IMAGE' ? 'an image' : 'a file'
   if (types.length === 0) return `a ${kind} backend takes no ${part.type} parts`

@@ -12,6 +12,7 @@ import { type ChatMessage, type Finish, type FinishReason, usageOf } from '../do
 import type { Tooling } from '../domain/tools.js'
 import { chatCompletionsUsage, type ExtendedDelta, textAndReasoning } from './chat-completions-fields.js'
 import { ClientCache } from './client-cache.js'
+import type { ChatCompletionsWire, CompatibleServer } from './compatible-servers.js'
 import { base64Of, type FileBytes, textOfParts } from './content-parts.js'
 import type { GenerateEvent, GenerateRequest, ModelClient } from './model-client.js'
 import { classifyVendorError, vendorStreamError } from './provider-error.js'
@@ -71,7 +72,7 @@ function toOpenAIMessage(m: ChatMessage, files: FileBytes): ChatCompletionMessag
 }
 
 /** The tools, the choice among them and parallel calls, as OpenAI's request fields. */
-function openaiTools(tooling: Tooling | null) {
+function openaiTools(tooling: Tooling | null, wire: ChatCompletionsWire) {
   if (!tooling) return {}
   const { toolChoice } = tooling
   const tools: ChatCompletionTool[] = tooling.tools.map((t) => ({
@@ -85,7 +86,8 @@ function openaiTools(tooling: Tooling | null) {
   }))
   const choice: ChatCompletionToolChoiceOption =
     typeof toolChoice === 'object' ? { type: 'function', function: { name: toolChoice.name } } : (toolChoice.toLowerCase() as 'auto')
-  return { tools, tool_choice: choice, ...(tooling.parallelToolCalls !== null && { parallel_tool_calls: tooling.parallelToolCalls }) }
+  const parallel = tooling.parallelToolCalls !== null && wire.parallelToolCalls
+  return { tools, tool_choice: choice, ...(parallel && { parallel_tool_calls: tooling.parallelToolCalls }) }
 }
 
 /** OpenAI caches long prefixes by itself: a key keeps a session's requests on one cache, ONE_HOUR asks for its extended retention. */
@@ -97,26 +99,69 @@ function openaiPromptCache({ settings, promptCacheKey }: GenerateRequest) {
   }
 }
 
+/** The request's body, in the fields `wire` takes (admission refused the settings it has no field for). */
+function chatCompletionsBody(request: GenerateRequest, wire: ChatCompletionsWire) {
+  const { settings } = request
+  return {
+    model: request.model,
+    messages: request.messages.map((m) => toOpenAIMessage(m, request.files)),
+    ...openaiTools(request.tooling, wire),
+    stream: true as const,
+    ...(wire.streamOptions && { stream_options: { include_usage: true } }),
+    ...(settings.temperature != null && { temperature: settings.temperature }),
+    ...(settings.topP != null && { top_p: settings.topP }),
+    ...(settings.seed != null && wire.seed !== null && { [wire.seed]: settings.seed }),
+    ...(settings.stop != null && settings.stop.length > 0 && { stop: settings.stop }),
+    ...(settings.maxTokens != null && { [wire.tokenLimit]: settings.maxTokens }),
+    ...(settings.reasoningEffort != null && wire.reasoningEffort && { reasoning_effort: settings.reasoningEffort as 'low' }),
+    ...(wire.promptCacheKey && openaiPromptCache(request)),
+    ...(request.outputSchema && {
+      response_format: { type: 'json_schema' as const, json_schema: { name: 'output', schema: request.outputSchema, strict: true } },
+    }),
+    ...settings.extra,
+  }
+}
+
 type ErrorChunk = { error?: { message?: string; type?: string | null; code?: string | null } }
 
-/** Who speaks Chat Completions to a client: its name in errors, its SDK client, and its token-limit field. */
+/** Who speaks Chat Completions to a client: its name in errors, its SDK client, and the fields it takes. */
 export interface ChatCompletionsVendor {
   name: string
   connect(endpoint: string | null, apiKey: string): Promise<OpenAI>
-  /** Whether the token limit goes as max_completion_tokens, else as max_tokens. */
-  completionTokens(endpoint: string | null): boolean
+  wire(endpoint: string | null): ChatCompletionsWire
+}
+
+/** OpenAI's own API: reasoning models refuse max_tokens, so the limit goes as max_completion_tokens. */
+export const OPENAI_WIRE: ChatCompletionsWire = {
+  tokenLimit: 'max_completion_tokens',
+  streamOptions: true,
+  promptCacheKey: true,
+  seed: 'seed',
+  reasoningEffort: true,
+  parallelToolCalls: true,
+}
+// a server at a baseUrl with no dialect named: OpenAI's fields, but the token limit most copies read
+const UNNAMED_COPY: ChatCompletionsWire = { ...OPENAI_WIRE, tokenLimit: 'max_tokens' }
+
+async function connectOpenAI(endpoint: string | null, apiKey: string): Promise<OpenAI> {
+  const { default: OpenAI } = await import('openai')
+  // the SDK wants a key; a server on one's own machines runs without one (admission let it through) and ignores it
+  const key = apiKey || 'no-key'
+  return new OpenAI({ apiKey: key, baseURL: endpoint ?? undefined, maxRetries: 0, timeout: 10 * 60_000, fetch: vendorFetch })
 }
 
 const OPENAI: ChatCompletionsVendor = {
   name: 'OpenAI',
-  async connect(endpoint, apiKey) {
-    const { default: OpenAI } = await import('openai')
-    return new OpenAI({ apiKey, baseURL: endpoint ?? undefined, maxRetries: 0, timeout: 10 * 60_000, fetch: vendorFetch })
-  },
-  // OpenAI's own API wants max_completion_tokens (reasoning models refuse max_tokens);
-  // compatible servers still read max_tokens
-  completionTokens: (endpoint) => endpoint === null,
+  connect: connectOpenAI,
+  wire: (endpoint) => (endpoint === null ? OPENAI_WIRE : UNNAMED_COPY),
 }
+
+/** A named OpenAI-compatible server, through the same SDK at its baseUrl. */
+export const compatibleVendor = ({ name, wire }: CompatibleServer): ChatCompletionsVendor => ({
+  name,
+  connect: connectOpenAI,
+  wire: () => wire,
+})
 
 /**
  * OpenAI chat completions, streamed with usage, through the official SDK. A backend's base URL
@@ -134,26 +179,7 @@ export class OpenAIModelClient implements ModelClient {
     const apiKey = request.credential.reveal() ?? ''
     const { vendor } = this
     const client = await this.clients.get(request.endpoint, apiKey, () => vendor.connect(request.endpoint, apiKey))
-    const { settings } = request
-    const body = {
-      model: request.model,
-      messages: request.messages.map((m) => toOpenAIMessage(m, request.files)),
-      ...openaiTools(request.tooling),
-      stream: true as const,
-      stream_options: { include_usage: true },
-      ...(settings.temperature != null && { temperature: settings.temperature }),
-      ...(settings.topP != null && { top_p: settings.topP }),
-      ...(settings.seed != null && { seed: settings.seed }),
-      ...(settings.stop != null && settings.stop.length > 0 && { stop: settings.stop }),
-      ...(settings.maxTokens != null &&
-        (vendor.completionTokens(request.endpoint) ? { max_completion_tokens: settings.maxTokens } : { max_tokens: settings.maxTokens })),
-      ...(settings.reasoningEffort != null && { reasoning_effort: settings.reasoningEffort as 'low' }),
-      ...openaiPromptCache(request),
-      ...(request.outputSchema && {
-        response_format: { type: 'json_schema' as const, json_schema: { name: 'output', schema: request.outputSchema, strict: true } },
-      }),
-      ...settings.extra,
-    }
+    const body = chatCompletionsBody(request, vendor.wire(request.endpoint))
     const answer = new OpenAIAnswer(vendor.name, request.credential.reveal())
     try {
       // the SDK sends the request and turns a refusal into its APIError; the stream is read here

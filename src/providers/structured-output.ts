@@ -1,5 +1,5 @@
-import type { BackendKind, OutputContract } from '../domain/definitions.js'
-import { capabilitiesOf } from './capabilities.js'
+import type { OutputContract } from '../domain/definitions.js'
+import { type BackendWire, capabilitiesOf } from './capabilities.js'
 
 type Schema = Record<string, unknown>
 
@@ -12,11 +12,11 @@ export interface OutputEnforcementPlan {
   problem: string | null
 }
 
-export function outputEnforcementFor(kind: BackendKind, output: OutputContract): OutputEnforcementPlan {
+export function outputEnforcementFor(backend: BackendWire, output: OutputContract): OutputEnforcementPlan {
   if (output.kind === 'TEXT') return { enforcement: null, schema: null, problem: null }
   if (output.kind === 'JSON' || output.enforcement === 'VALIDATE' || !output.schema)
     return { enforcement: 'VALIDATE', schema: null, problem: null }
-  const problem = nativeSchemaProblem(kind, output.schema)
+  const problem = nativeSchemaProblem(backend, output.schema)
   return problem === null ? { enforcement: 'NATIVE', schema: output.schema, problem } : { enforcement: 'VALIDATE', schema: null, problem }
 }
 
@@ -62,10 +62,12 @@ const KEYWORDS: Record<NativeKind, ReadonlySet<string>> = {
  * (OpenAI also wants every property required); only the vendor's keywords appear (Anthropic takes no numeric or
  * length bounds, and `minItems` only 0 or 1); references stay inside the schema.
  */
-function nativeSchemaProblem(kind: BackendKind, schema: Schema): string | null {
-  if (kind === 'FAKE' || !capabilitiesOf(kind).nativeStructuredOutput) return `a ${kind} backend has no native structured output`
+function nativeSchemaProblem(backend: BackendWire, schema: Schema): string | null {
+  const { kind } = backend
+  if (kind === 'FAKE' || !capabilitiesOf(backend).nativeStructuredOutput)
+    return `a ${backend.dialect ?? kind} backend has no native structured output`
   if (schema.type !== 'object') return 'the root is not an object'
-  // Azure's deployments take OpenAI's strict mode
+  // Azure's deployments and OpenAI's copies take OpenAI's strict mode
   return problemIn(kind === 'AZURE_OPENAI' ? 'OPENAI' : kind, schema, '')
 }
 

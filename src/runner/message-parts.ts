@@ -78,7 +78,7 @@ export async function admitParts(
       const full = part.fileId ? await withFile(part, tenantId, files, now) : part
       checkMediaType(full)
       for (const { profile, backend } of candidates) {
-        const problem = unsupportedPart(backend.kind, full)
+        const problem = unsupportedPart(backend, full)
         if (problem) throw InvalidRequestError.at('parts', `profile '${profile.id}' (backend '${backend.id}'): ${problem}`)
       }
       parts.push(full)

@@ -107,7 +107,7 @@ export class ModelCaller {
         const release = await pool.permit(signal)
         this.calls.opened()
         const started = performance.now()
-        const span = startModelCallSpan(candidate.backend.kind, candidate.model, candidate.settings)
+        const span = startModelCallSpan(candidate.backend.dialect ?? candidate.backend.kind, candidate.model, candidate.settings)
         const outcome: ModelCallOutcome = {}
         const streamed = { text: '', deltas: 0 }
         try {

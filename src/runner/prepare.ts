@@ -281,18 +281,18 @@ export class PromptPreparer {
       if (!backend) throw new ProfileLoadError(`profile '${member.id}' names unknown backend '${member.backendId}'`)
       this.checkRouting(member, backend, requestEnv)
       const target = profileTarget(member, backend, overrides, requestEnv, this.secrets)
-      const unsupported = unsupportedSetting(backend.kind, target.settings)
+      const unsupported = unsupportedSetting(backend, target.settings)
       if (unsupported) throw InvalidRequestError.at('overrides', `profile '${member.id}': ${unsupported}`)
       const tooling = mergeTooling([toolLayerOf(member), ...toolLayers])
       const undeclared = tooling && undeclaredChoice(tooling)
       if (undeclared) throw InvalidRequestError.at('tools.toolChoice', `names tool '${undeclared}', which is not declared`)
-      const toolProblem = tooling && unsupportedTooling(backend.kind, tooling)
+      const toolProblem = tooling && unsupportedTooling(backend, tooling)
       if (toolProblem) throw InvalidRequestError.at('tools.parallelToolCalls', `profile '${member.id}': ${toolProblem}`)
       for (const server of tooling?.mcpServers ?? []) {
         const refused = serverRefused(server, this.toolServerAccess)
         if (refused) throw InvalidRequestError.at('mcpServers', refused)
       }
-      const output = outputEnforcementFor(backend.kind, asked.output)
+      const output = outputEnforcementFor(backend, asked.output)
       if (asked.output.enforcement === 'NATIVE' && output.problem !== null) {
         throw InvalidRequestError.at('promptId', `profile '${member.id}' cannot enforce the output schema natively: ${output.problem}`)
       }

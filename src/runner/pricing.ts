@@ -4,6 +4,7 @@ import path from 'node:path'
 import type { Backend } from '../domain/catalog.js'
 import type { BackendKind } from '../domain/definitions.js'
 import type { Usage } from '../domain/records.js'
+import { COMPATIBLE_SERVERS } from '../providers/compatible-servers.js'
 
 /** The bundled table's name and version, recorded on every run it priced (it never fetches at run time). */
 const PRICE_TABLE = (() => {
@@ -23,6 +24,11 @@ const PROVIDER: Record<BackendKind, string | null> = {
   FAKE: null,
 }
 
+type Priced = Pick<Backend, 'kind' | 'dialect'>
+/** Whose prices a backend pays: its server's for a named OpenAI-compatible one (none on one's own machines). */
+const providerOf = (backend: Priced): string | null =>
+  backend.dialect ? COMPATIBLE_SERVERS[backend.dialect].priceProvider : PROVIDER[backend.kind]
+
 type PriceTable = typeof import('@pydantic/genai-prices')
 let table: PriceTable | null = null
 let loading: Promise<PriceTable> | null = null
@@ -31,8 +37,8 @@ let loading: Promise<PriceTable> | null = null
  * Loads the bundled table (some 18 MB of memory) before a backend it prices is first called,
  * not at start: a server on the fake backend alone never pays for it.
  */
-export async function loadPricesFor(backend: Pick<Backend, 'kind'>): Promise<void> {
-  if (table || !PROVIDER[backend.kind]) return
+export async function loadPricesFor(backend: Priced): Promise<void> {
+  if (table || !providerOf(backend)) return
   loading ??= import('@pydantic/genai-prices')
   table = await loading
 }
@@ -43,7 +49,7 @@ export async function loadPricesFor(backend: Pick<Backend, 'kind'>): Promise<voi
  * their own rates, tiered and dated prices as the table has them). Null when neither knows the
  * model: an unknown price is never 0.
  */
-export function priceOf(backend: Pick<Backend, 'kind' | 'prices'>, model: string, usage: Usage): { usd: number; table: string } | null {
+export function priceOf(backend: Priced & Pick<Backend, 'prices'>, model: string, usage: Usage): { usd: number; table: string } | null {
   const uncached = usage.inputTokens - usage.cacheReadTokens - usage.cacheWriteTokens
   const own = backend.prices?.[model]
   if (own) {
@@ -54,7 +60,7 @@ export function priceOf(backend: Pick<Backend, 'kind' | 'prices'>, model: string
       usage.outputTokens * own.outputPerMillion
     return { usd: usd / 1e6, table: 'catalog' }
   }
-  const provider = PROVIDER[backend.kind]
+  const provider = providerOf(backend)
   if (!provider || !table) return null
   const priced = table.calcPrice(
     {

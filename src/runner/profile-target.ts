@@ -2,6 +2,7 @@ import type { Backend, Profile } from '../domain/catalog.js'
 import { type Credential, resolveCredential, type SecretLookup } from '../domain/credentials.js'
 import type { SettingsLayer } from '../domain/definitions.js'
 import { type EffectiveSettings, mergeSettings } from '../domain/settings.js'
+import { COMPATIBLE_SERVERS } from '../providers/compatible-servers.js'
 
 /** Where and how a profile sends its requests. */
 export interface ProfileTarget {
@@ -30,7 +31,8 @@ export function profileTarget(
         profileEnv: profile.credentialEnv,
         // a profile sending elsewhere than its backend never carries the backend's key there
         backendEnv: profile.endpoint == null || profile.endpoint === backend.baseUrl ? backend.credentialEnv : null,
-        required: backend.kind !== 'FAKE',
+        // the fake backend, and servers on one's own machines, take no key
+        required: backend.kind !== 'FAKE' && (backend.dialect == null || COMPATIBLE_SERVERS[backend.dialect].needsKey),
       },
       secrets,
     ),

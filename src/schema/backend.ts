@@ -1,6 +1,6 @@
 import type { CapacitySnapshot } from '../capacity/capacity-pool.js'
 import type { Backend } from '../domain/catalog.js'
-import type { BackendKind } from '../domain/definitions.js'
+import type { BackendKind, Dialect } from '../domain/definitions.js'
 import { capabilitiesOf } from '../providers/capabilities.js'
 import { builder } from './builder.js'
 import { BackendCapabilitiesRef } from './content-part.js'
@@ -16,6 +16,20 @@ const BackendKindEnum = builder.enumType('BackendKind', {
     AZURE_OPENAI:
       'Azure OpenAI chat completions (a deployment as the model, an api-version, an api-key), through the official openai SDK’s AzureOpenAI.',
     FAKE: 'The built-in fake backend: model echo streams the last user message back; no key needed.',
+  }),
+})
+
+const DialectEnum = builder.enumType('Dialect', {
+  description: 'An OpenAI-compatible server an OPENAI backend names, for what it does differently (docs/providers.md).',
+  values: describedValues<Dialect>({
+    OLLAMA: 'Ollama: no key, max_tokens, no parallel_tool_calls field, not priced.',
+    VLLM: 'vLLM: max_tokens, OpenAI’s fields otherwise, not priced.',
+    LM_STUDIO: 'LM Studio: no key, max_tokens, no reasoning_effort or parallel_tool_calls, not priced.',
+    GROQ: 'Groq: max_completion_tokens, usage also in x_groq, priced as Groq.',
+    OPENROUTER: 'OpenRouter: max_tokens, PDFs as files, reasoning deltas, priced as OpenRouter.',
+    DEEPSEEK: 'DeepSeek: text only, no JSON schema (contracts validated), no seed or reasoning_effort, reasoning_content deltas.',
+    MISTRAL: 'Mistral: no stream_options, the seed as random_seed, thinking as typed content chunks.',
+    TOGETHER: 'Together: max_tokens, reasoning deltas, priced as Together.',
   }),
 })
 
@@ -74,10 +88,16 @@ export const BackendRef = builder.objectRef<Backend>('Backend').implement({
   fields: (t) => ({
     id: t.exposeID('id', { description: 'The backend id.' }),
     kind: t.field({ type: BackendKindEnum, description: 'Which vendor API it speaks.', resolve: (b) => b.kind }),
+    dialect: t.field({
+      type: DialectEnum,
+      nullable: true,
+      description: 'The OpenAI-compatible server an OPENAI backend names; null: OpenAI’s own rules (or an unnamed copy at baseUrl).',
+      resolve: (b) => b.dialect ?? null,
+    }),
     capabilities: t.field({
       type: BackendCapabilitiesRef,
       description: 'What its vendor takes besides text: images, files, native structured output, prompt caching.',
-      resolve: (b) => capabilitiesOf(b.kind),
+      resolve: (b) => capabilitiesOf(b),
     }),
     baseUrl: t.string({
       nullable: true,

@@ -3,7 +3,7 @@ import { Catalog } from '../catalog/catalog.js'
 import type { loadCatalogFiles } from '../catalog/files.js'
 import type { Backend } from '../domain/catalog.js'
 import type { SecretLookup } from '../domain/credentials.js'
-import type { BackendKind } from '../domain/definitions.js'
+import type { BackendKind, Dialect } from '../domain/definitions.js'
 import {
   DEFAULT_FILE_LIMITS,
   DEFAULT_QUEUE_LIMITS,
@@ -21,10 +21,11 @@ import { ExperimentProgressEvents } from '../events/experiment-progress.js'
 import { DEFAULT_WEBHOOK_TIMES, WebhookDispatcher } from '../events/webhook-dispatcher.js'
 import { AnthropicModelClient } from '../providers/anthropic-client.js'
 import { AZURE_API_VERSION, azureOpenAI } from '../providers/azure-openai.js'
+import { COMPATIBLE_SERVERS } from '../providers/compatible-servers.js'
 import { FakeModelClient } from '../providers/fake-client.js'
 import { GeminiModelClient } from '../providers/gemini-client.js'
 import type { ModelClient } from '../providers/model-client.js'
-import { OpenAIModelClient } from '../providers/openai-client.js'
+import { compatibleVendor, OpenAIModelClient } from '../providers/openai-client.js'
 import { ToolServerClients } from '../providers/tool-server-clients.js'
 import { PromptQueue } from '../queue/prompt-queue.js'
 import { RunSettlement } from '../queue/run-settlement.js'
@@ -129,7 +130,37 @@ export async function wireRunPath(
 
 type RunPath = Awaited<ReturnType<typeof wireRunPath>>
 
-/** The runner: the model clients by backend kind (the fake one built in) and the executor over them. */
+/**
+ * The model client of each backend: one per kind (the fake one built in), and one per Azure
+ * api-version and per named OpenAI-compatible server; a client given in the options serves its whole kind.
+ */
+function modelClients(given: AppOptions['clients']): (backend: Backend) => ModelClient {
+  const clients: Record<Exclude<BackendKind, 'AZURE_OPENAI'>, ModelClient> & Partial<Record<BackendKind, ModelClient>> = {
+    FAKE: new FakeModelClient(),
+    OPENAI: new OpenAIModelClient(),
+    ANTHROPIC: new AnthropicModelClient(),
+    GEMINI: new GeminiModelClient(),
+    ...given,
+  }
+  // Azure's SDK puts the api-version in every request's query
+  const azure = new Map<string, ModelClient>()
+  const compatible = new Map<Dialect, ModelClient>()
+  return (backend) => {
+    if (backend.kind === 'AZURE_OPENAI') {
+      const version = backend.apiVersion ?? AZURE_API_VERSION
+      const client = clients.AZURE_OPENAI ?? azure.get(version) ?? new OpenAIModelClient(azureOpenAI(version))
+      azure.set(version, client)
+      return client
+    }
+    const { dialect } = backend
+    if (backend.kind !== 'OPENAI' || !dialect || given?.OPENAI) return clients[backend.kind]
+    const client = compatible.get(dialect) ?? new OpenAIModelClient(compatibleVendor(COMPATIBLE_SERVERS[dialect]))
+    compatible.set(dialect, client)
+    return client
+  }
+}
+
+/** The runner: the executor over the model clients. */
 function runnerOf(
   options: AppOptions,
   store: Store,
@@ -139,26 +170,11 @@ function runnerOf(
   },
 ): RunExecutor {
   const { sessionMemory, times, ...given } = parts
-  const clients: Record<Exclude<BackendKind, 'AZURE_OPENAI'>, ModelClient> & Partial<Record<BackendKind, ModelClient>> = {
-    FAKE: new FakeModelClient(),
-    OPENAI: new OpenAIModelClient(),
-    ANTHROPIC: new AnthropicModelClient(),
-    GEMINI: new GeminiModelClient(),
-    ...options.clients,
-  }
-  // an Azure client per api-version, as the SDK puts it in every request's query
-  const azure = new Map<string, ModelClient>()
-  const azureFor = (backend: Backend): ModelClient => {
-    const version = backend.apiVersion ?? AZURE_API_VERSION
-    const client = azure.get(version) ?? new OpenAIModelClient(azureOpenAI(version))
-    azure.set(version, client)
-    return client
-  }
   return new RunExecutor({
     ...given,
     responseCache: { store: store.responseCache, maxEntries: options.responseCacheMaxEntries ?? 10_000 },
     files: store.files,
-    clientFor: (backend: Backend): ModelClient => clients[backend.kind] ?? azureFor(backend),
+    clientFor: modelClients(options.clients),
     runs: store.runs,
     ledger: store.ledger,
     sessions: sessionMemory,

@@ -29,6 +29,24 @@ describe('catalog files', () => {
       ['openai', 'OPENAI', 'OPENAI_API_KEY'],
       ['anthropic', 'ANTHROPIC', 'ANTHROPIC_API_KEY'],
       ['gemini', 'GEMINI', 'GEMINI_API_KEY'],
+      ['ollama', 'OPENAI', null],
+      ['vllm', 'OPENAI', null],
+      ['lm-studio', 'OPENAI', null],
+      ['groq', 'OPENAI', 'GROQ_API_KEY'],
+      ['openrouter', 'OPENAI', 'OPENROUTER_API_KEY'],
+      ['deepseek', 'OPENAI', 'DEEPSEEK_API_KEY'],
+      ['mistral', 'OPENAI', 'MISTRAL_API_KEY'],
+      ['together', 'OPENAI', 'TOGETHER_API_KEY'],
+    ])
+    expect(catalog.backends.filter((b) => b.dialect).map((b) => b.dialect)).toEqual([
+      'OLLAMA',
+      'VLLM',
+      'LM_STUDIO',
+      'GROQ',
+      'OPENROUTER',
+      'DEEPSEEK',
+      'MISTRAL',
+      'TOGETHER',
     ])
     expect(catalog.profiles.map((p) => p.id)).toEqual(['fake-echo', 'openai-default', 'anthropic-default'])
     expect(catalog.prompts.map((p) => [p.id, p.definition.output.kind])).toEqual([
@@ -43,10 +61,11 @@ describe('catalog files', () => {
     expect(message).toContain('p.yaml: profiles[0].model:')
   })
 
-  it('names a bad enum value, a bad id and an out-of-range setting', () => {
+  it('names a bad enum value, a bad id, an out-of-range setting and a dialect off an OPENAI backend', () => {
     const message = loadError({
-      'b.yaml': `backends:\n  - id: x\n    kind: GROK\n  - id: "has space"\n    kind: FAKE\n    settings: { temperature: 7 }\n`,
+      'b.yaml': `backends:\n  - id: x\n    kind: GROK\n  - id: "has space"\n    kind: FAKE\n    settings: { temperature: 7 }\n  - { id: y, kind: ANTHROPIC, dialect: groq }\n`,
     })
+    expect(message).toMatch(/b\.yaml: backends\[2\]\.dialect: a dialect names an OpenAI-compatible server: only an OPENAI backend/)
     expect(message).toMatch(/b\.yaml: backends\[0\]\.kind: /)
     expect(message).toMatch(/b\.yaml: backends\[1\]\.id: must be 1-128 characters/)
     expect(message).toMatch(/b\.yaml: backends\[1\]\.settings\.temperature: /)
