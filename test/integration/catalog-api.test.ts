@@ -196,7 +196,14 @@ describe.each(providers)('catalog and preparation over GraphQL (%s)', (provider)
 
   it('lists backends and profiles, and creates, inspects and deletes a profile', async () => {
     const backends = (await t.execute(BackendsDocument)).data!.backends
-    expect(backends.map((b) => `${b.id}:${b.kind}`)).toEqual(['fake:FAKE', 'openai:OPENAI', 'anthropic:ANTHROPIC', 'gemini:GEMINI'])
+    // the vendors, then the OpenAI-compatible servers the shipped catalog names
+    expect(backends.map((b) => `${b.id}:${b.kind}`)).toEqual([
+      'fake:FAKE',
+      'openai:OPENAI',
+      'anthropic:ANTHROPIC',
+      'gemini:GEMINI',
+      ...['ollama', 'vllm', 'lm-studio', 'groq', 'openrouter', 'deepseek', 'mistral', 'together'].map((id) => `${id}:OPENAI`),
+    ])
 
     const created = await t.execute(UpsertProfileDocument, {
       input: { id: 'cold', backendId: 'fake', model: 'echo', settings: { temperature: 0, extra: { seed: 7 } }, candidates: ['fake-echo'] },
